@@ -1,0 +1,219 @@
+#!/usr/bin/env python
+"""Run SpectralNet on a data set, compare with exact spectral clustering and
+k-means, and write results.json and PNG plots.
+
+    python scripts/run.py --dset cc
+    python scripts/run.py --dset digits --seed 1 --out runs/digits-seed1
+"""
+
+import argparse
+import datetime
+import json
+import os
+import resource
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+from sklearn.cluster import KMeans  # noqa: E402
+
+from spectralnet_tf import SpectralNet, acc, grassmann, nmi  # noqa: E402
+from spectralnet_tf.configs import config_for  # noqa: E402
+from spectralnet_tf.autoencoder import load_encoder  # noqa: E402
+from spectralnet_tf.datasets import DATASETS, MNIST_N_TRAIN, load_dataset  # noqa: E402
+from spectralnet_tf.spectral import (DENSE_MAX_N, laplacian_matrix,  # noqa: E402
+                                     smallest_eigenvectors, spectral_clustering)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+AE_ALL = os.path.join(ROOT, "pretrained_ae", "ae_mnist_weights.h5")
+AE_TRAIN60K = os.path.join(ROOT, "pretrained_ae", "ae_mnist_train60k_weights.h5")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--dset", required=True, choices=sorted(DATASETS), help="data set")
+    p.add_argument("--out", help="output directory (default: runs/DSET-DATE/)")
+    p.add_argument("--seed", type=int, default=0, help="seeds data and training (default 0)")
+    hp = p.add_argument_group("hyper-parameters (default: the data set's config, "
+                              "else the SpectralNet default)")
+    hp.add_argument("--hidden", help="hidden ReLU layer sizes, e.g. 1024,1024,512")
+    hp.add_argument("--kernel", choices=["knn", "full"], dest="affinity",
+                    help="Gaussian affinity on the kNN graph or between all pairs")
+    hp.add_argument("--n-nbrs", type=int, help="neighbours per point in the kNN affinity")
+    hp.add_argument("--scale-nbr", type=int, help="the scale is the distance to this neighbour")
+    hp.add_argument("--scale", choices=["global", "local"])
+    hp.add_argument("--laplacian", choices=["unnormalized", "normalized"])
+    hp.add_argument("--batch-size", type=int)
+    hp.add_argument("--ortho-batch-size", type=int)
+    hp.add_argument("--lr", type=float, dest="learning_rate", help="initial learning rate")
+    hp.add_argument("--patience", type=int, help="epochs without improvement before LR/10")
+    hp.add_argument("--epochs", type=int, dest="max_epochs", help="maximum epochs")
+    hp.add_argument("--steps-per-epoch", type=int)
+    hp.add_argument("--gradient", choices=["projected", "plain"])
+    mn = p.add_argument_group("MNIST (paper Table 1)")
+    mn.add_argument("--data-dir", help="folder with mnist.npz (default: $SPECTRALNET_DATA_DIR)")
+    mn.add_argument("--space", choices=["input", "code"],
+                    help="cluster raw pixels or autoencoder codes (default: code)")
+    mn.add_argument("--affinity", choices=["siamese", "euclidean"],
+                    help="distance in the affinity (default: siamese)")
+    mn.add_argument("--ae-weights", help="autoencoder weight file (default: "
+                    "pretrained_ae/ae_mnist_weights.h5, or the 60k variant with --split)")
+    mn.add_argument("--split", action="store_true",
+                    help="train on the 60k training split; report test_acc/test_nmi on the 10k")
+    mn.add_argument("--grassmann", action="store_true",
+                    help="Grassmann distance to the true eigenvectors of the full-data "
+                         "Laplacian (sparse kNN graph, scipy eigensolver)")
+    p.add_argument("--export", nargs="?", const="export", metavar="DIR",
+                   help="after training, export a SavedModel for TF-Serving to "
+                        "DIR/DSET/<version>/ (DIR defaults to export/)")
+    p.add_argument("--no-exact", action="store_true",
+                   help="skip exact spectral clustering (and the Grassmann distance)")
+    p.add_argument("--no-plots", action="store_true", help="write no PNG files")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p.parse_args(argv)
+
+
+def build_config(args):
+    config = config_for(args.dset)
+    if args.hidden:
+        config["hidden_units"] = tuple(int(u) for u in args.hidden.split(","))
+    for key in ("affinity", "n_nbrs", "scale_nbr", "scale", "laplacian", "batch_size",
+                "ortho_batch_size", "learning_rate", "patience", "max_epochs",
+                "steps_per_epoch", "gradient"):
+        value = getattr(args, key)
+        if value is not None:
+            config[key] = value
+    return config
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    t0 = time.perf_counter()
+    seconds = {}
+    out = args.out or os.path.join(
+        "runs", f"{args.dset}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
+    )
+    os.makedirs(out, exist_ok=True)
+
+    def phase(name, start):
+        seconds[name] = round(time.perf_counter() - start, 3)
+        print(f"[{name}] {seconds[name]:.1f}s", flush=True)
+
+    t = time.perf_counter()
+    extra = {"data_dir": args.data_dir} if args.dset == "mnist" else {}
+    x, y, k = load_dataset(args.dset, seed=args.seed, **extra)
+    x_test = y_test = None
+    if args.split:
+        if args.dset != "mnist":
+            raise SystemExit("--split is only defined for --dset mnist (60k/10k split).")
+        x, x_test, y, y_test = x[:MNIST_N_TRAIN], x[MNIST_N_TRAIN:], y[:MNIST_N_TRAIN], y[MNIST_N_TRAIN:]
+    phase("data", t)
+
+    config = build_config(args)
+    space = args.space or ("code" if args.dset == "mnist" else "input")
+    if args.affinity is not None:
+        config["affinity_embedding"] = "siamese" if args.affinity == "siamese" else None
+    if space == "code":
+        if args.dset != "mnist":
+            raise SystemExit("--space code needs an autoencoder; only --dset mnist has one.")
+        args.encoder_file = args.ae_weights or (AE_TRAIN60K if args.split else AE_ALL)
+        config["encoder"] = load_encoder(args.encoder_file)
+    net = SpectralNet(k, random_state=args.seed, verbose=0 if args.quiet else 1, **config)
+    results = {"dataset": args.dset, "n": int(len(x)), "n_clusters": k, "space": space,
+               "affinity": "siamese" if net.affinity_embedding == "siamese" else "euclidean"}
+
+    eigvecs = None
+    if not args.no_exact and len(x) <= DENSE_MAX_N:
+        t = time.perf_counter()
+        # Same affinity construction as the net's, applied to all n points.
+        _, batch_size, _, _ = net._resolve_params(len(x))
+        reference = net._make_affinity().fit(x, batch_size, seed=args.seed)
+        exact_labels, eigvecs = spectral_clustering(
+            x, k, reference, net.laplacian, random_state=args.seed
+        )
+        results.update(exact_acc=acc(y, exact_labels), exact_nmi=nmi(y, exact_labels))
+        phase("exact", t)
+
+    t = time.perf_counter()
+    net.fit(x, eigvecs=eigvecs)
+    phase("train", t)
+    if hasattr(net, "siamese_history_"):
+        seconds["siamese"] = round(net.siamese_history_["seconds"], 3)
+    seconds["spectral"] = round(net.history_["seconds"], 3)
+    results.update(acc=acc(y, net.labels_), nmi=nmi(y, net.labels_))
+    if x_test is not None:
+        t = time.perf_counter()
+        test_labels = net.predict(x_test)
+        results.update(test_acc=acc(y_test, test_labels), test_nmi=nmi(y_test, test_labels))
+        phase("test", t)
+    # The points in the space SpectralNet clusters: pixels, or codes.
+    z = x if net.encoder is None else net.encoder.predict(x, batch_size=4096, verbose=0)
+    if args.grassmann and eigvecs is None:
+        t = time.perf_counter()
+        _, eigvecs = smallest_eigenvectors(
+            laplacian_matrix(net.affinity_.graph(z), net.laplacian), k)
+        phase("grassmann", t)
+    if eigvecs is not None:
+        results["grassmann"] = grassmann(net.embedding_, eigvecs)
+
+    t = time.perf_counter()
+    km_labels = KMeans(k, n_init=10, random_state=args.seed).fit_predict(z)
+    results.update(kmeans_acc=acc(y, km_labels), kmeans_nmi=nmi(y, km_labels))
+    phase("kmeans", t)
+
+    if not args.no_plots:
+        t = time.perf_counter()
+        from spectralnet_tf import plots
+
+        panels = {"SpectralNet": net.labels_}
+        if eigvecs is not None:
+            panels["spectral clustering"] = exact_labels
+        panels["k-means"] = km_labels
+        x_plot = x
+        if len(x) > 10000:  # a readable scatter of MNIST-sized data
+            keep = np.random.default_rng(0).choice(len(x), 10000, replace=False)
+            x_plot, panels = x[keep], {key: v[keep] for key, v in panels.items()}
+        plots.plot_clusters(os.path.join(out, "clusters.png"), x_plot, panels)
+        if eigvecs is not None:
+            plots.plot_eigenvectors(os.path.join(out, "eigenvectors.png"), net.embedding_, eigvecs)
+        plots.plot_training(os.path.join(out, "training.png"), net.history_)
+        phase("plots", t)
+
+    if args.export:
+        t = time.perf_counter()
+        results["export"] = net.export(args.export, name=args.dset)
+        phase("export", t)
+
+    seconds["total"] = round(time.perf_counter() - t0, 3)
+    results["seconds"] = seconds
+    results["peak_rss_gib"] = round(
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)  # KiB on Linux
+    results["epochs"] = len(net.history_["loss"])
+    results["iterations"] = net.history_["iteration"][-1]
+    params = {key: list(v) if isinstance(v, tuple) else v for key, v in net.get_params().items()}
+    params["encoder"] = getattr(args, "encoder_file", None)
+    results["config"] = {**params, "seed": args.seed, "scale_": net.affinity_.scale_}
+    results["history"] = {key: v for key, v in net.history_.items() if key != "seconds"}
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    summary = (
+        f"{args.dset}: n={len(x)} k={k} ACC={results['acc']:.4f} NMI={results['nmi']:.4f}"
+    )
+    if "test_acc" in results:
+        summary += f" test ACC={results['test_acc']:.4f} NMI={results['test_nmi']:.4f}"
+    if "grassmann" in results:
+        summary += f" grassmann={results['grassmann']:.4f}"
+    if "exact_acc" in results:
+        summary += f" | exact ACC={results['exact_acc']:.4f}"
+    summary += f" | k-means ACC={results['kmeans_acc']:.4f} | {seconds['total']:.0f}s -> {out}"
+    print(summary)
+    return results
+
+
+if __name__ == "__main__":
+    main()

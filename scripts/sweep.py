@@ -1,0 +1,66 @@
+#!/usr/bin/env python
+"""Run scripts/run.py over data sets and seeds; append a table to BENCHMARKS.md.
+
+    python scripts/sweep.py --dsets cc moons circles spirals rings3d digits --seeds 0 1 2
+"""
+
+import argparse
+import datetime
+import os
+import platform
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import run  # noqa: E402
+
+
+def machine():
+    cores = os.cpu_count()
+    try:
+        with open("/proc/meminfo") as f:
+            mem_gib = int(f.readline().split()[1]) / 2**20
+    except OSError:
+        mem_gib = float("nan")
+    return f"{platform.machine()}, {cores} cores, {mem_gib:.0f} GiB, CPU only"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dsets", nargs="+", required=True)
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    p.add_argument("--out", default="runs/sweep", help="run directories go below this")
+    p.add_argument("--benchmarks", default="BENCHMARKS.md", help="file the table is appended to")
+    args, extra = p.parse_known_args(argv)
+    rows = []
+    for dset in args.dsets:
+        for seed in args.seeds:
+            r = run.main(["--dset", dset, "--seed", str(seed), "--quiet", "--no-plots",
+                          "--out", os.path.join(args.out, f"{dset}-seed{seed}"), *extra])
+            rows.append(
+                f"| {dset} | {seed} | {r['n']} | {r['acc']:.4f} | {r['nmi']:.4f} | "
+                f"{r.get('grassmann', float('nan')):.4f} | {r.get('exact_acc', float('nan')):.4f} | "
+                f"{r['kmeans_acc']:.4f} | {r['iterations']} | {r['seconds']['train']:.1f} |"
+            )
+    command = "python scripts/sweep.py " + " ".join(
+        ["--dsets", *args.dsets, "--seeds", *map(str, args.seeds), *extra])
+    table = "\n".join([
+        "",
+        f"### `{command}`",
+        "",
+        f"{datetime.date.today().isoformat()}, {machine()}.",
+        "",
+        "| dataset | seed | n | ACC | NMI | Grassmann | exact SC ACC | k-means ACC | iterations | train s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        *rows,
+        "",
+    ])
+    with open(args.benchmarks, "a") as f:
+        f.write(table)
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""Gaussian affinities (paper Eq. 4), per minibatch and for the whole data set.
+
+Each affinity is a small class with one interface:
+
+- ``fit(x, batch_size, seed)`` sets the global scale ``scale_`` (if any);
+- ``affinity(x_batch)`` returns the dense (m, m) matrix W of a minibatch, as a
+  tensor, inside the compiled training step;
+- ``affinity.graph(x, neighbors)`` returns W over all n points (scipy sparse
+  for kNN), for exact spectral clustering and the true eigenvectors.
+
+The kernel is ``exp(-||z_i - z_j||^2 / (2 s_i s_j))``: with ``scale="global"``
+``s_i = s_j = scale_``, the median distance to the ``scale_nbr``-th neighbour
+over random batch-sized samples (so the scale matches the neighbour distances
+seen inside a minibatch); with ``scale="local"`` ``s_i`` is point i's own
+distance to its ``scale_nbr``-th neighbour (self-tuning scale). Distances are
+Euclidean on ``z = embedding(x)`` (the Siamese net) or on ``x`` itself.
+W is symmetrized as ``(W + W.T) / 2`` and has a zero diagonal.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+import tensorflow as tf
+
+from .neighbors import make_neighbors
+
+SCALES = ("global", "local")
+
+
+def pairwise_sq_dists(z):
+    """(m, m) squared Euclidean distances, exact zeros on the diagonal."""
+    sq = tf.reduce_sum(tf.square(z), axis=1)
+    d2 = sq[:, None] + sq[None, :] - 2.0 * tf.matmul(z, z, transpose_b=True)
+    off_diag = 1.0 - tf.eye(tf.shape(z)[0], dtype=z.dtype)
+    return tf.maximum(d2, 0.0) * off_diag
+
+
+def sorted_sq_dists(d2, n):
+    """Each row's n+1 smallest squared distances, ascending (column 0 is self)."""
+    return -tf.math.top_k(-d2, k=n + 1).values
+
+
+def gaussian_kernel(d2, s_row, s_col):
+    """``exp(-d2 / (2 s_row s_col))``; d2 broadcast against the scales."""
+    return tf.exp(-d2 / (2.0 * s_row * s_col))
+
+
+def embed_in_batches(embedding, x, batch_size=4096):
+    """Apply ``embedding`` (or nothing) to x in chunks; returns float32 numpy."""
+    x = np.asarray(x, dtype=np.float32)
+    if embedding is None:
+        return x
+    parts = [
+        np.asarray(embedding(x[i : i + batch_size]))
+        for i in range(0, len(x), batch_size)
+    ]
+    return np.concatenate(parts).astype(np.float32)
+
+
+class GaussianAffinity:
+    """Shared part of the Gaussian affinities: embedding, scale, kernel."""
+
+    def __init__(self, scale_nbr=3, scale="global", embedding=None, n_scale_batches=10):
+        self.scale_nbr = scale_nbr
+        self.scale = scale
+        self.embedding = embedding
+        self.n_scale_batches = n_scale_batches
+
+    # -- parameters --------------------------------------------------------
+    def _n_sorted(self):
+        """How many neighbours (besides self) a batch must sort."""
+        return self.scale_nbr
+
+    def _check_params(self, batch_size):
+        if self.scale not in SCALES:
+            raise ValueError(f"scale must be one of {SCALES}, got scale={self.scale!r}.")
+        if not (isinstance(self.scale_nbr, (int, np.integer)) and self.scale_nbr >= 1):
+            raise ValueError(
+                f"scale_nbr must be an integer >= 1, got scale_nbr={self.scale_nbr!r}."
+            )
+        if self._n_sorted() >= batch_size:
+            raise ValueError(
+                f"The affinity needs {self._n_sorted()} neighbours per point but a "
+                f"minibatch has only {batch_size} points (batch_size={batch_size})."
+            )
+
+    # -- fitting -----------------------------------------------------------
+    def embed(self, x):
+        return x if self.embedding is None else self.embedding(x)
+
+    def fit(self, x, batch_size, seed=0):
+        """Set ``scale_`` from random samples of ``batch_size`` points of x."""
+        self._check_params(batch_size)
+        if self.scale == "local":
+            self.scale_ = None
+            return self
+        rng = np.random.default_rng(seed)
+        n = len(x)
+        kth = []
+        for _ in range(self.n_scale_batches if batch_size < n else 1):
+            idx = rng.choice(n, size=min(batch_size, n), replace=False)
+            z = tf.constant(self.embed_all(np.asarray(x)[idx]))
+            d2 = sorted_sq_dists(pairwise_sq_dists(z), self.scale_nbr)
+            kth.append(np.sqrt(d2[:, self.scale_nbr].numpy()))
+        self.scale_ = float(np.median(np.concatenate(kth)))
+        if not self.scale_ > 0:
+            raise ValueError(
+                "The median distance to the scale_nbr-th neighbour is 0 (many "
+                f"duplicate points?); scale_nbr={self.scale_nbr} is too small."
+            )
+        return self
+
+    def _scales(self, nbr_sq_dists):
+        """Per-point scales (column vector) for the kernel."""
+        if self.scale == "global":
+            return tf.constant(self.scale_, tf.float32)
+        return tf.sqrt(tf.maximum(nbr_sq_dists[:, self.scale_nbr], 1e-12))[:, None]
+
+    # -- affinity of a minibatch ------------------------------------------
+    def __call__(self, x):
+        """W of a minibatch of raw points x (embedded first, if an embedding is set)."""
+        return self.kernel_matrix(tf.cast(self.embed(x), tf.float32))
+
+    def embed_all(self, x):
+        """The embedding of every row of x, once (numpy float32)."""
+        return embed_in_batches(self.embedding, x)
+
+    def kernel_matrix(self, z):
+        """W of a minibatch from already-embedded points z (training uses this
+        with ``embed_all`` computed once, not the embedding at every step)."""
+        d2 = pairwise_sq_dists(z)
+        nbr_d2 = sorted_sq_dists(d2, self._n_sorted())
+        s = self._scales(nbr_d2)
+        w = gaussian_kernel(d2, s, tf.transpose(s)) * self._mask(d2, nbr_d2)
+        return 0.5 * (w + tf.transpose(w))
+
+    def _mask(self, d2, nbr_d2):
+        return 1.0 - tf.eye(tf.shape(d2)[0], dtype=d2.dtype)
+
+
+class FullGaussianAffinity(GaussianAffinity):
+    """Gaussian affinity between all pairs of points.
+
+    Parameters
+    ----------
+    scale_nbr : int, default=3
+        The scale is the distance to this neighbour (median, or per point).
+    scale : {"global", "local"}, default="global"
+    embedding : callable or None
+        Distances are taken between ``embedding(x)`` (e.g. a Siamese net).
+    n_scale_batches : int, default=10
+        Random batches over which the global median is taken.
+    """
+
+    def graph(self, x, neighbors=None):
+        """Dense (n, n) numpy W over all of x (for small n)."""
+        return self.kernel_matrix(tf.constant(self.embed_all(x))).numpy()
+
+
+class GaussianKNNAffinity(GaussianAffinity):
+    """Gaussian affinity on the k-nearest-neighbour graph (paper Eq. 4).
+
+    ``W_ij > 0`` only if j is among the ``n_nbrs`` nearest neighbours of i
+    (before symmetrization).
+
+    Parameters
+    ----------
+    n_nbrs : int, default=10
+        Neighbours each point is connected to.
+    scale_nbr : int, default=3
+        The scale is the distance to this neighbour (median, or per point).
+    scale : {"global", "local"}, default="global"
+    embedding : callable or None
+        Distances are taken between ``embedding(x)`` (e.g. a Siamese net).
+    n_scale_batches : int, default=10
+        Random batches over which the global median is taken.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).normal(size=(100, 2)).astype("float32")
+    >>> aff = GaussianKNNAffinity(n_nbrs=5, scale_nbr=2).fit(x, batch_size=100)
+    >>> w = aff(x).numpy()
+    >>> w.shape, bool(np.allclose(w, w.T))
+    ((100, 100), True)
+    """
+
+    def __init__(self, n_nbrs=10, scale_nbr=3, scale="global", embedding=None, n_scale_batches=10):
+        super().__init__(scale_nbr, scale, embedding, n_scale_batches)
+        self.n_nbrs = n_nbrs
+
+    def _n_sorted(self):
+        return max(self.n_nbrs, self.scale_nbr)
+
+    def _check_params(self, batch_size):
+        if not (isinstance(self.n_nbrs, (int, np.integer)) and self.n_nbrs >= 1):
+            raise ValueError(f"n_nbrs must be an integer >= 1, got n_nbrs={self.n_nbrs!r}.")
+        super()._check_params(batch_size)
+
+    def _mask(self, d2, nbr_d2):
+        # j is a neighbour of i if no closer than i's n_nbrs-th neighbour.
+        within = d2 <= nbr_d2[:, self.n_nbrs][:, None]
+        return tf.cast(within, d2.dtype) * super()._mask(d2, nbr_d2)
+
+    def graph(self, x, neighbors=None):
+        """Sparse (n, n) scipy W over all of x, from a neighbour backend."""
+        z = self.embed_all(x)
+        backend = make_neighbors(neighbors or "auto", n_samples=len(z))
+        dist, idx = backend.kneighbors(z, self._n_sorted())
+        n = len(z)
+        if self.scale == "global":
+            s = np.full(n, self.scale_, dtype=np.float64)
+        else:
+            s = np.maximum(dist[:, self.scale_nbr - 1], 1e-6)
+        rows = np.repeat(np.arange(n), self.n_nbrs)
+        cols = idx[:, : self.n_nbrs].ravel()
+        d2 = dist[:, : self.n_nbrs].ravel() ** 2
+        vals = gaussian_kernel(d2, s[rows], s[cols]).numpy()
+        w = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+        return 0.5 * (w + w.T)
+
+
+AFFINITIES = {"knn": GaussianKNNAffinity, "full": FullGaussianAffinity}

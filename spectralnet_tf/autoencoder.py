@@ -1,0 +1,135 @@
+"""The VaDE autoencoder (784-500-500-2000-10) that gives SpectralNet its code space
+(paper Sec. 3.4), and its HDF5 weight files.
+
+Weight file layout (Keras 1 ``save_weights``, as in the public VaDE files, and as
+``scripts/pretrain_ae.py`` writes): a top-level attribute ``layer_names``; one
+group per layer with an attribute ``weight_names``; the weights as datasets
+(kernel ``(in, out)``, then bias) under the names listed. Layers without weights
+(the input layer) have an empty ``weight_names``. The 8 layers with weights are
+taken in file order as encoder1..encoder4, decoder1..decoder4.
+"""
+
+import os
+
+import h5py
+import keras
+import numpy as np
+
+ENCODER_NAMES = ("encoder1", "encoder2", "encoder3", "encoder4")
+DECODER_NAMES = ("decoder1", "decoder2", "decoder3", "decoder4")
+
+
+def build_autoencoder(input_dim=784, hidden=(500, 500, 2000), code_dim=10,
+                      output_activation="sigmoid", seed=0):
+    """Return ``(autoencoder, encoder)``: ReLU layers, a linear code, a mirrored
+    decoder ending in ``output_activation`` (sigmoid for pixels in [0, 1])."""
+    sizes = (*hidden, code_dim)
+    init = keras.initializers.GlorotUniform
+    enc_layers = [
+        keras.layers.Dense(units, activation="relu" if i < len(sizes) - 1 else None,
+                           kernel_initializer=init(seed=seed + i), name=ENCODER_NAMES[i])
+        for i, units in enumerate(sizes)
+    ]
+    dec_sizes = (*hidden[::-1], input_dim)
+    dec_layers = [
+        keras.layers.Dense(units, activation="relu" if i < len(dec_sizes) - 1 else output_activation,
+                           kernel_initializer=init(seed=seed + 10 + i), name=DECODER_NAMES[i])
+        for i, units in enumerate(dec_sizes)
+    ]
+    x = keras.Input((input_dim,), name="x")
+    h = x
+    for layer in enc_layers:
+        h = layer(h)
+    code = h
+    for layer in dec_layers:
+        h = layer(h)
+    autoencoder = keras.Model(x, h, name="autoencoder")
+    encoder = keras.Model(x, code, name="encoder")
+    return autoencoder, encoder
+
+
+def _dense_layers(autoencoder):
+    return [autoencoder.get_layer(n) for n in (*ENCODER_NAMES, *DECODER_NAMES)]
+
+
+def save_ae_weights(autoencoder, path):
+    """Write the autoencoder's weights in the Keras 1 layout (atomically)."""
+    from .atomic import atomic_file
+
+    with atomic_file(path, "wb") as f:
+        with h5py.File(f, "w") as h5:
+            names = [layer.name for layer in _dense_layers(autoencoder)]
+            h5.attrs["layer_names"] = np.array([n.encode() for n in names])
+            for layer in _dense_layers(autoencoder):
+                group = h5.create_group(layer.name)
+                weight_names = [f"{layer.name}_W", f"{layer.name}_b"]
+                group.attrs["weight_names"] = np.array([w.encode() for w in weight_names])
+                for wname, value in zip(weight_names, layer.get_weights()):
+                    group.create_dataset(wname, data=value.astype(np.float32))
+
+
+def _decode(names):
+    return [n.decode() if isinstance(n, bytes) else str(n) for n in names]
+
+
+def read_ae_weights(path):
+    """[(kernel, bias)] of the layers with weights, in file order."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(
+            f"Autoencoder weight file {path!r} does not exist. Expected an HDF5 file "
+            "in the Keras 1 layout (e.g. pretrained_ae/ae_mnist_weights.h5 or VaDE's "
+            "ae_mnist_weights.h5); scripts/pretrain_ae.py writes one."
+        )
+    try:
+        h5 = h5py.File(path, "r")
+    except OSError as err:
+        raise ValueError(f"Autoencoder weight file {path!r} is not a readable HDF5 file: {err}") from err
+    with h5:
+        if "layer_names" not in h5.attrs:
+            raise ValueError(
+                f"Autoencoder weight file {path!r} has no top-level 'layer_names' "
+                "attribute; expected the Keras 1 save_weights layout (layer_names, "
+                "one group per layer with 'weight_names')."
+            )
+        weights = []
+        for name in _decode(h5.attrs["layer_names"]):
+            if name not in h5:
+                raise ValueError(
+                    f"Autoencoder weight file {path!r} lists layer {name!r} in "
+                    "'layer_names' but has no group of that name."
+                )
+            group = h5[name]
+            wnames = _decode(group.attrs.get("weight_names", []))
+            if not wnames:
+                continue
+            if len(wnames) != 2:
+                raise ValueError(
+                    f"Layer {name!r} in {path!r} has weights {wnames}; expected a Dense "
+                    "kernel and bias."
+                )
+            weights.append(tuple(np.asarray(group[w], dtype=np.float32) for w in wnames))
+    return weights
+
+
+def load_ae_weights(autoencoder, path):
+    """Set the autoencoder's weights from ``path``; shapes must match exactly."""
+    weights = read_ae_weights(path)
+    layers = _dense_layers(autoencoder)
+    expected = [tuple(w.shape for w in layer.get_weights()) for layer in layers]
+    found = [(k.shape, b.shape) for k, b in weights]
+    if found != expected:
+        raise ValueError(
+            f"Autoencoder weight file {path!r} holds layers with shapes {found}; "
+            f"expected {expected} (encoder1..4, decoder1..4)."
+        )
+    for layer, (kernel, bias) in zip(layers, weights):
+        layer.set_weights([kernel, bias])
+    return autoencoder
+
+
+def load_encoder(path, input_dim=784, hidden=(500, 500, 2000), code_dim=10,
+                 output_activation="sigmoid"):
+    """Build the autoencoder, load ``path`` and return its encoder."""
+    autoencoder, encoder = build_autoencoder(input_dim, hidden, code_dim, output_activation)
+    load_ae_weights(autoencoder, path)
+    return encoder

@@ -1,0 +1,126 @@
+"""Data sets: the paper's illustrative sets (generated here, with labels) and
+real sets. ``load_dataset(name)`` returns ``(x, y, n_clusters)``: float32 (n, d),
+int (n,)."""
+
+import os
+
+import numpy as np
+from sklearn import datasets as skd
+
+#: Environment variable naming the folder that holds mnist.npz (and other files).
+DATA_DIR_ENV = "SPECTRALNET_DATA_DIR"
+#: MNIST's original training split: the first 60,000 of the 70,000 points.
+MNIST_N_TRAIN = 60000
+
+
+def nested_cs(n=1500, noise=0.03, seed=0):
+    """Two nested 'C's (paper Appendix A): a large C opening right with a small
+    C inside its mouth opening left. k-means cannot separate them."""
+    rng = np.random.default_rng(seed)
+    n_big = n // 2
+    t_big = rng.uniform(np.pi / 3, 5 * np.pi / 3, n_big)
+    big = np.c_[np.cos(t_big), np.sin(t_big)]
+    t_small = rng.uniform(-2 * np.pi / 3, 2 * np.pi / 3, n - n_big)
+    small = np.c_[0.6 + 0.5 * np.cos(t_small), 0.5 * np.sin(t_small)]
+    x = np.r_[big, small] + rng.normal(scale=noise, size=(n, 2))
+    y = np.r_[np.zeros(n_big), np.ones(n - n_big)]
+    return x, y
+
+
+def moons(n=1500, noise=0.05, seed=0):
+    """Two interleaving half circles (scikit-learn's make_moons)."""
+    return skd.make_moons(n, noise=noise, random_state=seed)
+
+
+def circles(n=1500, noise=0.05, seed=0, factor=0.5):
+    """Two concentric circles (scikit-learn's make_circles)."""
+    return skd.make_circles(n, noise=noise, factor=factor, random_state=seed)
+
+
+def spirals(n=1500, noise=0.05, seed=0, turns=1.0):
+    """Two interleaved Archimedean spirals, one full turn each by default.
+
+    (With 1.5 turns neither SpectralNet variant tried here converged within
+    3,000 iterations; exact spectral clustering still separates them.)"""
+    rng = np.random.default_rng(seed)
+    n0 = n // 2
+    y = np.r_[np.zeros(n0), np.ones(n - n0)]
+    # sqrt spreads points evenly along the arc length.
+    t = np.sqrt(rng.uniform(0.05, 1.0, n)) * turns * 2 * np.pi
+    r = t / (turns * 2 * np.pi)
+    phase = np.pi * y
+    x = np.c_[r * np.cos(t + phase), r * np.sin(t + phase)]
+    return x + rng.normal(scale=noise * 0.5, size=x.shape), y
+
+
+def rings3d(n=1500, noise=0.05, seed=0):
+    """Two interlocked rings in 3-D, like two links of a chain."""
+    rng = np.random.default_rng(seed)
+    n0 = n // 2
+    a = rng.uniform(0, 2 * np.pi, n0)
+    b = rng.uniform(0, 2 * np.pi, n - n0)
+    ring0 = np.c_[np.cos(a), np.sin(a), np.zeros(n0)]
+    ring1 = np.c_[1.0 + np.cos(b), np.zeros(n - n0), np.sin(b)]
+    x = np.r_[ring0, ring1] + rng.normal(scale=noise, size=(n, 3))
+    return x, np.r_[np.zeros(n0), np.ones(n - n0)]
+
+
+def digits(n=None, seed=0):
+    """scikit-learn's 8×8 digits (1797 images, 10 classes), scaled to [0, 1]."""
+    x, y = skd.load_digits(return_X_y=True)
+    return x / 16.0, y
+
+
+def mnist(seed=0, data_dir=None):
+    """All 70,000 MNIST digits (training then test split), x/255 flattened to 784.
+
+    Reads ``mnist.npz`` in the keras.datasets layout (x_train, y_train, x_test,
+    y_test) from ``data_dir``, else from ``$SPECTRALNET_DATA_DIR``, else
+    downloads it with ``keras.datasets.mnist``.
+    """
+    data_dir = data_dir or os.environ.get(DATA_DIR_ENV)
+    if data_dir:
+        path = os.path.join(data_dir, "mnist.npz")
+        if not os.path.exists(path):
+            raise FileNotFoundError(
+                f"{path} does not exist. Put mnist.npz (keras.datasets layout) in the "
+                f"folder given by --data-dir or ${DATA_DIR_ENV}."
+            )
+        with np.load(path) as f:
+            parts = f["x_train"], f["y_train"], f["x_test"], f["y_test"]
+    else:
+        import keras
+
+        try:
+            (xa, ya), (xb, yb) = keras.datasets.mnist.load_data()
+        except Exception as err:
+            raise FileNotFoundError(
+                "MNIST is not available: no local copy was named and the download "
+                f"failed ({type(err).__name__}: {err}). Pass --data-dir DIR or set "
+                f"${DATA_DIR_ENV}=DIR, with DIR holding mnist.npz (keras.datasets layout)."
+            ) from err
+        parts = xa, ya, xb, yb
+    x_train, y_train, x_test, y_test = parts
+    x = np.concatenate([x_train, x_test]).reshape(-1, 784).astype(np.float32) / 255.0
+    return x, np.concatenate([y_train, y_test]).astype(np.int64)
+
+
+#: name -> (generator, number of clusters)
+DATASETS = {
+    "cc": (nested_cs, 2),
+    "moons": (moons, 2),
+    "circles": (circles, 2),
+    "spirals": (spirals, 2),
+    "rings3d": (rings3d, 2),
+    "digits": (digits, 10),
+    "mnist": (mnist, 10),
+}
+
+
+def load_dataset(name, seed=0, **kwargs):
+    """Return ``(x, y, n_clusters)`` for a named data set."""
+    if name not in DATASETS:
+        raise ValueError(f"Unknown dataset {name!r}; choose one of {sorted(DATASETS)}.")
+    make, n_clusters = DATASETS[name]
+    x, y = make(seed=seed, **kwargs)
+    return np.asarray(x, dtype=np.float32), np.asarray(y, dtype=np.int64), n_clusters

@@ -1,0 +1,405 @@
+"""``SpectralNet``: the scikit-learn style estimator."""
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.exceptions import NotFittedError
+
+from .affinity import AFFINITIES, SCALES, embed_in_batches
+from .centroids import centroid_distances, fit_centroids, nearest_centroid
+from .export import export_saved_model, load_estimator, save_estimator
+from .losses import LAPLACIANS
+from .networks import build_spectralnet, compose_embedder
+from .siamese import build_siamese, make_pairs, train_siamese
+from .train import predict as _predict
+from .train import GRADIENTS, train_spectralnet
+
+#: Default minibatch size (paper: 1024 on MNIST); clipped for small data.
+DEFAULT_BATCH_SIZE = 1024
+#: Fewest iterations per epoch when steps_per_epoch is None.
+MIN_STEPS_PER_EPOCH = 50
+
+
+def check_array(X, name="X"):
+    """float32 2-D finite array, or a ValueError naming what is wrong."""
+    try:
+        X = np.asarray(X, dtype=np.float32)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be a numeric array; got {type(X).__name__}: {err}") from err
+    if X.ndim != 2:
+        raise ValueError(
+            f"{name} must be 2-D (n_samples, n_features), got an array with "
+            f"ndim={X.ndim} and shape {X.shape}."
+        )
+    bad = ~np.isfinite(X)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise ValueError(
+            f"{name} contains {int(bad.sum())} NaN or inf values, e.g. "
+            f"{name}[{i}, {j}]={X[i, j]}."
+        )
+    return X
+
+
+def _check_int(name, value, low):
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {name}={value!r}.")
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {name}={value!r}.")
+
+
+class SpectralNet(ClusterMixin, BaseEstimator):
+    """Spectral clustering with a deep network (Shaham et al., ICLR 2018).
+
+    A network F_theta maps each point to an approximation of the k smallest
+    eigenvectors of the graph Laplacian of the data; it is trained by
+    Algorithm 1 of the paper (alternating orthogonalization and gradient steps
+    on random minibatches). k-means on the embedding gives the clusters; new
+    points are assigned to the nearest k-means centroid (out-of-sample
+    extension).
+
+    Parameters
+    ----------
+    n_clusters : int, default=2
+        Number of clusters k, also the embedding dimension.
+    hidden_units : tuple of int, default=(1024, 1024, 512)
+        ReLU layers of F_theta; a tanh layer of size k and Orthonorm follow.
+    affinity : {"knn", "full"}, default="knn"
+        Gaussian affinity on the kNN graph of a minibatch (paper Eq. 4), or
+        between all its pairs. The kNN graph keeps outliers connected; the
+        full affinity on scikit-learn's digits left exact spectral clustering
+        itself at ACC 0.10.
+    n_nbrs : int, default=10
+        Neighbours per point in the kNN affinity (within a minibatch).
+    scale_nbr : int, default=3
+        The Gaussian scale is the distance to this neighbour.
+    scale : {"global", "local"}, default="global"
+        "global": the median over the data of that distance; "local": each
+        point's own distance (self-tuning).
+    laplacian : {"unnormalized", "normalized"}, default="unnormalized"
+        ``D - W`` (paper Eq. 3), or ``I - D^-1/2 W D^-1/2`` (paper Eq. 5).
+    batch_size : int or None, default=None
+        Minibatch size m of the gradient steps. None: min(1024, n_train), with
+        n_train the points left after the validation hold-out. A value larger
+        than n_train is refused with a ValueError (not clipped).
+    ortho_batch_size : int or None, default=None
+        Minibatch size of the orthogonalization steps; None: batch_size.
+    learning_rate : float, default=1e-3
+        Initial RMSprop learning rate.
+    patience : int, default=10
+        Epochs without validation improvement before the rate is divided by 10.
+    min_lr : float, default=1e-8
+        Training stops when the rate reaches it.
+    max_epochs : int, default=100
+        Upper bound on the number of epochs.
+    steps_per_epoch : int or None, default=None
+        Iterations (ortho + gradient step) per epoch. None:
+        max(n_train // batch_size, 50), so that on small data sets ``patience``
+        spans 500 iterations: on concentric circles, 20-step epochs let the
+        schedule stop training while the net was still on a saddle.
+    gradient : {"projected", "plain"}, default="projected"
+        How gradient steps treat the orthonormality constraint. Both hold the
+        Orthonorm weight constant (no gradient through the Cholesky).
+        "projected" projects the gradient onto the constraint's tangent space;
+        "plain" is Algorithm 1 as printed, whose outputs collapse (README).
+    validation_fraction : float, default=0.1
+        Fraction of X held out at random for the validation loss.
+    affinity_embedding : None, "siamese" or callable, default=None
+        None: affinities use Euclidean distances between points (in code space
+        if ``encoder`` is set). "siamese": a Siamese net is trained first on
+        unlabeled nearest-neighbour pairs (paper Sec. 3.2) and distances are
+        taken between its outputs. A callable: distances between its outputs.
+    encoder : keras.Model or None, default=None
+        A fixed map from raw input to a code space (e.g. the VaDE encoder);
+        SpectralNet and the Siamese net are trained on the codes, computed once.
+        ``model_``, ``transform``, ``predict`` and the exports take raw input.
+    siamese_hidden_units : tuple of int, default=(1024, 1024, 512, 10)
+        ReLU layers of the Siamese net (paper Table 3).
+    siamese_n_nbrs : int, default=2
+        Positive pairs per point: its nearest neighbours (paper: 2 on MNIST).
+    siamese_batch_size : int, default=128
+    siamese_learning_rate : float, default=1e-3
+    siamese_max_epochs : int, default=100
+    neighbors : {"auto", "exact", "annoy"}, default="auto"
+        Nearest-neighbour backend for the Siamese pairs: exact (scikit-learn)
+        up to 20,000 points, annoy above.
+    random_state : int or None, default=None
+        Seeds the split, the scale estimate, the weights, the minibatches and
+        k-means. Equal seeds give equal results on the same machine.
+    verbose : int, default=0
+        0: silent; 1: a Keras progress bar over epochs.
+
+    Attributes
+    ----------
+    model_ : keras.Model
+        The trained embedder F_theta, ending in the Orthonorm layer.
+    embedding_ : ndarray of shape (n_samples, n_clusters)
+        F_theta of the training data.
+    labels_ : ndarray of shape (n_samples,)
+        Cluster of each training point.
+    cluster_centers_ : ndarray of shape (n_clusters, n_clusters)
+        k-means centroids in the embedding space.
+    affinity_ : affinity object
+        The fitted affinity (with its scale).
+    history_ : dict
+        Per epoch: "iteration", "loss", "val_loss", "lr" (and "grassmann" when
+        ``fit`` got ``eigvecs``); "seconds" of training.
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_moons
+    >>> X, y = make_moons(1000, noise=0.05, random_state=0)
+    >>> net = SpectralNet(n_clusters=2, hidden_units=(128, 128), random_state=0)
+    >>> labels = net.fit(X).labels_        # doctest: +SKIP
+    >>> net.predict(X[:5]).shape           # doctest: +SKIP
+    (5,)
+    """
+
+    def __init__(
+        self,
+        n_clusters=2,
+        *,
+        hidden_units=(1024, 1024, 512),
+        affinity="knn",
+        n_nbrs=10,
+        scale_nbr=3,
+        scale="global",
+        laplacian="unnormalized",
+        batch_size=None,
+        ortho_batch_size=None,
+        learning_rate=1e-3,
+        patience=10,
+        min_lr=1e-8,
+        max_epochs=100,
+        steps_per_epoch=None,
+        gradient="projected",
+        validation_fraction=0.1,
+        affinity_embedding=None,
+        encoder=None,
+        siamese_hidden_units=(1024, 1024, 512, 10),
+        siamese_n_nbrs=2,
+        siamese_batch_size=128,
+        siamese_learning_rate=1e-3,
+        siamese_max_epochs=100,
+        neighbors="auto",
+        random_state=None,
+        verbose=0,
+    ):
+        self.n_clusters = n_clusters
+        self.hidden_units = hidden_units
+        self.affinity = affinity
+        self.n_nbrs = n_nbrs
+        self.scale_nbr = scale_nbr
+        self.scale = scale
+        self.laplacian = laplacian
+        self.batch_size = batch_size
+        self.ortho_batch_size = ortho_batch_size
+        self.learning_rate = learning_rate
+        self.patience = patience
+        self.min_lr = min_lr
+        self.max_epochs = max_epochs
+        self.steps_per_epoch = steps_per_epoch
+        self.gradient = gradient
+        self.validation_fraction = validation_fraction
+        self.affinity_embedding = affinity_embedding
+        self.encoder = encoder
+        self.siamese_hidden_units = siamese_hidden_units
+        self.siamese_n_nbrs = siamese_n_nbrs
+        self.siamese_batch_size = siamese_batch_size
+        self.siamese_learning_rate = siamese_learning_rate
+        self.siamese_max_epochs = siamese_max_epochs
+        self.neighbors = neighbors
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fit
+    def _resolve_params(self, n):
+        _check_int("n_clusters", self.n_clusters, 2)
+        if n < self.n_clusters:
+            raise ValueError(
+                f"X has n_samples={n}, fewer than n_clusters={self.n_clusters}."
+            )
+        _check_choice("affinity", self.affinity, AFFINITIES)
+        _check_choice("scale", self.scale, SCALES)
+        _check_choice("laplacian", self.laplacian, LAPLACIANS)
+        _check_choice("gradient", self.gradient, GRADIENTS)
+        _check_int("n_nbrs", self.n_nbrs, 1)
+        _check_int("scale_nbr", self.scale_nbr, 1)
+        _check_int("patience", self.patience, 1)
+        _check_int("max_epochs", self.max_epochs, 1)
+        if not (isinstance(self.hidden_units, (tuple, list))
+                and all(isinstance(u, numbers.Integral) and u >= 1 for u in self.hidden_units)):
+            raise ValueError(
+                "hidden_units must be a tuple of positive integers, got "
+                f"hidden_units={self.hidden_units!r}."
+            )
+        if not 0.0 < self.validation_fraction < 1.0:
+            raise ValueError(
+                "validation_fraction must be in (0, 1), got "
+                f"validation_fraction={self.validation_fraction!r}."
+            )
+        emb = self.affinity_embedding
+        if not (emb is None or callable(emb) or (isinstance(emb, str) and emb == "siamese")):
+            raise ValueError(
+                "affinity_embedding must be None, 'siamese' or a callable, got "
+                f"affinity_embedding={self.affinity_embedding!r}."
+            )
+        if self.encoder is not None and not hasattr(self.encoder, "predict"):
+            raise ValueError(f"encoder must be a Keras model or None, got encoder={self.encoder!r}.")
+        if not self.learning_rate > 0:
+            raise ValueError(f"learning_rate must be > 0, got learning_rate={self.learning_rate!r}.")
+        n_val = max(1, int(round(self.validation_fraction * n)))
+        n_train = n - n_val
+        batch_size = self._check_batch("batch_size", self.batch_size, n_train, n)
+        ortho = self._check_batch("ortho_batch_size", self.ortho_batch_size, n_train, n)
+        ortho = batch_size if self.ortho_batch_size is None else ortho
+        if self.steps_per_epoch is None:
+            steps = max(n_train // batch_size, MIN_STEPS_PER_EPOCH)
+        else:
+            _check_int("steps_per_epoch", self.steps_per_epoch, 1)
+            steps = self.steps_per_epoch
+        return n_val, batch_size, ortho, steps
+
+    def _check_batch(self, name, value, n_train, n):
+        if value is None:
+            return min(DEFAULT_BATCH_SIZE, n_train)
+        _check_int(name, value, self.n_clusters)
+        if value > n_train:
+            raise ValueError(
+                f"{name}={value} is larger than the {n_train} training points "
+                f"(n_samples={n} minus the validation_fraction="
+                f"{self.validation_fraction} hold-out)."
+            )
+        return value
+
+    def _make_affinity(self, embedding=None):
+        kwargs = {"scale_nbr": self.scale_nbr, "scale": self.scale, "embedding": embedding}
+        if self.affinity == "knn":
+            kwargs["n_nbrs"] = self.n_nbrs
+        return AFFINITIES[self.affinity](**kwargs)
+
+    def fit(self, X, y=None, *, eigvecs=None):
+        """Train F_theta on X and cluster its embedding.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+        eigvecs : array of shape (n_samples, n_clusters), optional
+            True Laplacian eigenvectors of X; if given, the history records
+            the Grassmann distance to them after each epoch.
+
+        Returns
+        -------
+        self
+        """
+        X = check_array(X)
+        n = len(X)
+        n_val, batch_size, ortho_batch_size, steps = self._resolve_params(n)
+        seeds = np.random.default_rng(self.random_state).integers(0, 2**31 - 1, size=5)
+        split_seed, scale_seed, net_seed, train_seed, siamese_seed = (int(s) for s in seeds)
+        # Code space: encode once; everything below trains on the codes.
+        Z = X if self.encoder is None else embed_in_batches(self.encoder, X)
+
+        perm = np.random.default_rng(split_seed).permutation(n)
+        z_val, z_train = Z[perm[:n_val]], Z[perm[n_val:]]
+        embedding = self.affinity_embedding
+        if embedding == "siamese":
+            embedding = self._fit_siamese(z_train, siamese_seed)
+        self.affinity_ = self._make_affinity(embedding).fit(z_train, batch_size, seed=scale_seed)
+        spectral_model, body = build_spectralnet(
+            Z.shape[1], self.n_clusters, tuple(self.hidden_units), seed=net_seed
+        )
+        self.history_ = train_spectralnet(
+            spectral_model, body, self.affinity_, z_train, z_val,
+            laplacian=self.laplacian, batch_size=batch_size,
+            ortho_batch_size=ortho_batch_size, learning_rate=self.learning_rate,
+            patience=self.patience, min_lr=self.min_lr, epochs=self.max_epochs,
+            steps_per_epoch=steps, seed=train_seed, verbose=self.verbose,
+            gradient=self.gradient,
+            x_eval=Z if eigvecs is not None else None, eigvecs=eigvecs,
+        )
+        self.model_ = (spectral_model if self.encoder is None
+                       else compose_embedder(self.encoder, spectral_model))
+        self.n_features_in_ = X.shape[1]
+        self.embedding_ = _predict(spectral_model, Z)
+        self.cluster_centers_ = fit_centroids(self.embedding_, self.n_clusters, train_seed)
+        self.labels_ = self._assign(self.embedding_)
+        return self
+
+    def _fit_siamese(self, z_train, seed):
+        """Train the Siamese net on unlabeled kNN pairs of the training points."""
+        _check_int("siamese_n_nbrs", self.siamese_n_nbrs, 1)
+        _check_int("siamese_batch_size", self.siamese_batch_size, 1)
+        pairs = make_pairs(z_train, self.siamese_n_nbrs, self.neighbors, seed=seed)
+        self.siamese_ = build_siamese(z_train.shape[1], tuple(self.siamese_hidden_units), seed=seed)
+        self.siamese_history_ = train_siamese(
+            self.siamese_, z_train, pairs, batch_size=self.siamese_batch_size,
+            learning_rate=self.siamese_learning_rate, patience=self.patience,
+            min_lr=self.min_lr, epochs=self.siamese_max_epochs, seed=seed,
+            verbose=self.verbose,
+        )
+        return self.siamese_
+
+    # ------------------------------------------------------- after fitting
+    def _check_fitted(self):
+        if not hasattr(self, "model_"):
+            raise NotFittedError(
+                "This SpectralNet instance is not fitted yet. Call 'fit' with "
+                "appropriate arguments before using this estimator."
+            )
+
+    def _check_fitted_X(self, X):
+        self._check_fitted()
+        X = check_array(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but SpectralNet was fitted with "
+                f"n_features_in_={self.n_features_in_} features."
+            )
+        return X
+
+    def _assign(self, embedding):
+        return nearest_centroid(centroid_distances(embedding, self.cluster_centers_)).numpy()
+
+    def transform(self, X):
+        """Embed X with F_theta: (n_samples, n_clusters)."""
+        X = self._check_fitted_X(X)
+        return _predict(self.model_, X)
+
+    def predict(self, X):
+        """Cluster of each point: the nearest k-means centroid of its embedding."""
+        return self._assign(self.transform(X))
+
+    # --------------------------------------------------------- persistence
+    def export(self, base_dir="export", name="spectralnet"):
+        """Export the fitted embedder and centroids as a SavedModel for TF-Serving.
+
+        Writes the next integer version ``base_dir/name/<version>/`` atomically
+        and returns its path. Signature ``serving_default``: input ``x``
+        (float32, [None, n_features_in_]); outputs ``embedding`` (float32,
+        [None, k]), ``cluster`` (int64, [None]), ``distances`` (float32,
+        [None, n_clusters]).
+        """
+        self._check_fitted()
+        return export_saved_model(self.model_, self.cluster_centers_, base_dir, name)
+
+    def save(self, path):
+        """Save the fitted estimator to the new directory ``path``.
+
+        ``path/embedder.keras`` is a standard Keras file (``import
+        spectralnet_tf`` then ``keras.models.load_model`` opens it);
+        ``path/estimator.json`` holds the parameters and centroids.
+        """
+        self._check_fitted()
+        return save_estimator(self, path)
+
+    @classmethod
+    def load(cls, path):
+        """Load an estimator written by ``save``; ``predict`` gives the same labels."""
+        return load_estimator(cls, path)

@@ -1,0 +1,49 @@
+"""Losses: the SpectralNet loss (paper Eq. 3 and its normalized form) and the
+Siamese contrastive loss (paper Sec. 3.2)."""
+
+import tensorflow as tf
+
+LAPLACIANS = ("unnormalized", "normalized")
+
+
+def spectral_loss(w, y, laplacian="unnormalized"):
+    """SpectralNet loss ``sum_ij W_ij ||y_i - y_j||^2 / m`` in trace form.
+
+    ``sum_ij W_ij ||y_i - y_j||^2 = 2 tr(Y^T (D - W) Y)``, computed as
+    ``2 (sum_i d_i ||y_i||^2 - sum(Y * (W @ Y)))``: O(m^2 k), with no m×m×k
+    broadcast. The 1/m factor (instead of 1/m^2) follows the paper's appendix.
+
+    With ``laplacian="normalized"`` each ``y_i`` is replaced by ``y_i/sqrt(d_i)``,
+    which turns ``D - W`` into ``I - D^-1/2 W D^-1/2``.
+
+    Parameters
+    ----------
+    w : (m, m) symmetric affinity matrix.
+    y : (m, k) network outputs.
+    laplacian : {"unnormalized", "normalized"}
+    """
+    d = tf.reduce_sum(w, axis=1)
+    if laplacian == "normalized":
+        # Isolated points (d=0) have no edges, so their term is 0 either way.
+        y = y * tf.math.rsqrt(tf.maximum(d, 1e-12))[:, None]
+    elif laplacian != "unnormalized":
+        raise ValueError(
+            f"laplacian must be one of {LAPLACIANS}, got laplacian={laplacian!r}."
+        )
+    m = tf.cast(tf.shape(y)[0], y.dtype)
+    degree_term = tf.reduce_sum(d * tf.reduce_sum(tf.square(y), axis=1))
+    cross_term = tf.reduce_sum(y * tf.matmul(w, y))
+    return 2.0 * (degree_term - cross_term) / m
+
+
+def contrastive_loss(z1, z2, is_positive, margin=1.0):
+    """Contrastive loss of Hadsell et al., as in the paper's Sec. 3.2.
+
+    ``||z1 - z2||^2`` for positive pairs, ``max(margin - ||z1 - z2||, 0)^2`` for
+    negative pairs, averaged over the pairs.
+    """
+    sq = tf.reduce_sum(tf.square(z1 - z2), axis=1)
+    dist = tf.sqrt(sq + 1e-12)
+    pos = tf.cast(is_positive, sq.dtype)
+    neg_term = tf.square(tf.nn.relu(margin - dist))
+    return tf.reduce_mean(pos * sq + (1.0 - pos) * neg_term)

@@ -1,0 +1,103 @@
+"""Nearest-neighbour backends behind one interface.
+
+``backend.kneighbors(x, n_neighbors)`` returns ``(distances, indices)`` of shape
+(n, n_neighbors), ascending, each point's own index left out. ``ExactNeighbors``
+is scikit-learn's exact search; ``AnnoyNeighbors`` is Spotify's approximate
+search (as in the paper's Reuters experiment), for large n.
+"""
+
+import numpy as np
+from sklearn.neighbors import NearestNeighbors
+
+#: Above this many points ``make_neighbors("auto")`` picks annoy.
+AUTO_EXACT_MAX_N = 20000
+
+
+def _drop_self(dist, idx, n_neighbors):
+    """Remove each row's own index (wherever it sits) and keep n_neighbors."""
+    is_other = idx != np.arange(idx.shape[0])[:, None]
+    order = np.argsort(~is_other, axis=1, kind="stable")[:, :n_neighbors]
+    return (
+        np.take_along_axis(dist, order, axis=1),
+        np.take_along_axis(idx, order, axis=1),
+    )
+
+
+def _check_n_neighbors(n_neighbors, n):
+    if not 1 <= n_neighbors < n:
+        raise ValueError(
+            f"n_neighbors must be in [1, n_samples - 1] = [1, {n - 1}], "
+            f"got n_neighbors={n_neighbors}."
+        )
+
+
+class ExactNeighbors:
+    """Exact Euclidean k-nearest neighbours (scikit-learn)."""
+
+    def __init__(self, n_jobs=None):
+        self.n_jobs = n_jobs
+
+    def kneighbors(self, x, n_neighbors):
+        x = np.asarray(x, dtype=np.float32)
+        _check_n_neighbors(n_neighbors, len(x))
+        nn = NearestNeighbors(n_neighbors=n_neighbors + 1, n_jobs=self.n_jobs).fit(x)
+        dist, idx = nn.kneighbors(x)
+        return _drop_self(dist, idx, n_neighbors)
+
+
+class AnnoyNeighbors:
+    """Approximate Euclidean k-nearest neighbours (annoy).
+
+    Parameters
+    ----------
+    n_trees : int, default=50
+        More trees: better recall, slower build.
+    search_k : int, default=-1
+        Nodes inspected per query; -1 lets annoy use ``n_trees * n``.
+    random_state : int or None
+        Seed of the forest.
+    """
+
+    def __init__(self, n_trees=50, search_k=-1, random_state=None):
+        self.n_trees = n_trees
+        self.search_k = search_k
+        self.random_state = random_state
+
+    def kneighbors(self, x, n_neighbors):
+        from annoy import AnnoyIndex
+
+        x = np.asarray(x, dtype=np.float32)
+        _check_n_neighbors(n_neighbors, len(x))
+        index = AnnoyIndex(x.shape[1], "euclidean")
+        if self.random_state is not None:
+            index.set_seed(int(self.random_state))
+        for i, row in enumerate(x):
+            index.add_item(i, row)
+        index.build(self.n_trees, n_jobs=1)
+        idx = np.empty((len(x), n_neighbors + 1), dtype=np.int64)
+        dist = np.empty((len(x), n_neighbors + 1), dtype=np.float64)
+        for i in range(len(x)):
+            nbrs, d = index.get_nns_by_item(
+                i, n_neighbors + 1, search_k=self.search_k, include_distances=True
+            )
+            got = len(nbrs)  # annoy may return fewer on tiny data
+            idx[i, :got], dist[i, :got] = nbrs, d
+            idx[i, got:], dist[i, got:] = i, np.inf
+        return _drop_self(dist, idx, n_neighbors)
+
+
+def make_neighbors(neighbors="auto", n_samples=None, random_state=None):
+    """Return a backend from a name ("auto", "exact", "annoy") or pass one through."""
+    if hasattr(neighbors, "kneighbors"):
+        return neighbors
+    if neighbors == "auto":
+        big = n_samples is not None and n_samples > AUTO_EXACT_MAX_N
+        neighbors = "annoy" if big else "exact"
+    if neighbors == "annoy":
+        return AnnoyNeighbors(random_state=random_state)
+    if neighbors == "exact":
+        return ExactNeighbors()
+    raise ValueError(
+        "neighbors must be 'auto', 'exact', 'annoy' or an object with a "
+        f"kneighbors method, got neighbors={neighbors!r}."
+    )

@@ -1,0 +1,48 @@
+"""Network builders: the SpectralNet map F_theta (paper Table 3)."""
+
+import keras
+
+from .orthonorm import Orthonorm
+
+
+def dense_stack(hidden_units, activation, seed, prefix):
+    return [
+        keras.layers.Dense(
+            units,
+            activation=activation,
+            kernel_initializer=keras.initializers.GlorotUniform(seed=seed + i),
+            name=f"{prefix}{i + 1}",
+        )
+        for i, units in enumerate(hidden_units)
+    ]
+
+
+def build_spectralnet(input_dim, n_outputs, hidden_units=(1024, 1024, 512), seed=0):
+    """F_theta: ReLU layers, a tanh layer of size k, then Orthonorm.
+
+    Returns ``(model, body)``: ``model`` maps x to the orthonormal embedding y,
+    ``body`` shares its layers and maps x to ỹ, the input of Orthonorm.
+    """
+    layers = dense_stack(hidden_units, "relu", seed, "dense")
+    layers.append(
+        keras.layers.Dense(
+            n_outputs,
+            activation="tanh",
+            kernel_initializer=keras.initializers.GlorotUniform(seed=seed + len(layers)),
+            name="dense_out",
+        )
+    )
+    model = keras.Sequential(
+        [keras.Input((input_dim,), name="x"), *layers, Orthonorm(name="orthonorm")],
+        name="spectralnet",
+    )
+    body = keras.Model(model.inputs[0], model.layers[-2].output, name="spectralnet_body")
+    return model, body
+
+
+def compose_embedder(encoder, spectral_model):
+    """Raw input -> code (fixed encoder) -> SpectralNet embedding, as one model."""
+    return keras.Sequential(
+        [keras.Input(encoder.input_shape[1:], name="x"), encoder, spectral_model],
+        name="spectralnet_embedder",
+    )

@@ -1,0 +1,103 @@
+import numpy as np
+import pytest
+from sklearn.exceptions import NotFittedError
+
+from spectralnet_tf import SpectralNet, acc, grassmann
+from spectralnet_tf.affinity import GaussianKNNAffinity
+from spectralnet_tf.datasets import load_dataset
+from spectralnet_tf.spectral import spectral_clustering
+
+SMALL = dict(hidden_units=(128, 128), max_epochs=25, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def cc_fit():
+    x, y, k = load_dataset("cc")
+    # The reference uses the estimator's default affinity.
+    ref = GaussianKNNAffinity(n_nbrs=10, scale_nbr=3).fit(x, batch_size=1024)
+    exact_labels, eigvecs = spectral_clustering(x, k, ref)
+    net = SpectralNet(k, **SMALL).fit(x, eigvecs=eigvecs)
+    return net, x, y, exact_labels, eigvecs
+
+
+def test_matches_exact_spectral_clustering_on_nested_cs(cc_fit):
+    net, x, y, exact_labels, eigvecs = cc_fit
+    assert acc(y, exact_labels) == 1.0
+    assert acc(y, net.labels_) == 1.0
+    assert grassmann(net.embedding_, eigvecs) <= 0.05
+    assert net.history_["grassmann"][-1] == pytest.approx(grassmann(net.embedding_, eigvecs), abs=1e-6)
+
+
+def test_fitted_attributes_and_out_of_sample_assignment(cc_fit):
+    net, x, y, _, _ = cc_fit
+    assert net.embedding_.shape == (len(x), 2)
+    assert net.cluster_centers_.shape == (2, 2)
+    assert set(net.history_) >= {"iteration", "loss", "val_loss", "lr", "grassmann", "seconds"}
+    np.testing.assert_array_equal(net.predict(x), net.labels_)
+    np.testing.assert_allclose(net.transform(x), net.embedding_, atol=1e-6)
+    # Orthonormal on the training data (final ortho step on all training points).
+    emb = net.embedding_.astype(np.float64)
+    gram = emb.T @ emb / len(emb)
+    np.testing.assert_allclose(gram, np.eye(2), atol=0.05)
+    # New points from the same distribution get the training clusters' labels.
+    x_new, y_new, _ = load_dataset("cc", seed=7)
+    assert acc(y_new, net.predict(x_new)) >= 0.99
+
+
+def test_same_random_state_gives_the_same_result():
+    x, _, k = load_dataset("moons", n=400)
+    a = SpectralNet(k, hidden_units=(32,), max_epochs=2, random_state=3).fit(x)
+    b = SpectralNet(k, hidden_units=(32,), max_epochs=2, random_state=3).fit(x)
+    np.testing.assert_array_equal(a.embedding_, b.embedding_)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+
+
+def test_fit_predict_returns_labels_and_init_only_stores_arguments():
+    net = SpectralNet(3, batch_size=-5, affinity="bogus")  # no validation here
+    assert net.get_params()["batch_size"] == -5
+    x, _, k = load_dataset("moons", n=300)
+    labels = SpectralNet(k, hidden_units=(16,), max_epochs=1, random_state=0).fit_predict(x)
+    assert labels.shape == (300,)
+
+
+def _x(n=200, d=2):
+    return np.random.default_rng(0).normal(size=(n, d)).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "X, kwargs, match",
+    [
+        (np.array([[0.0, np.nan]] + [[1.0, 2.0]] * 99), {}, r"NaN or inf.*X\[0, 1\]=nan"),
+        (np.array([[0.0, np.inf]] + [[1.0, 2.0]] * 99), {}, r"X\[0, 1\]=inf"),
+        (np.zeros(100), {}, r"2-D.*ndim=1"),
+        (np.zeros((10, 2, 2)), {}, r"2-D.*ndim=3"),
+        (_x(3), dict(n_clusters=5), r"n_samples=3, fewer than n_clusters=5"),
+        (_x(), dict(n_clusters=1), r"n_clusters must be an integer >= 2, got n_clusters=1"),
+        (_x(), dict(batch_size=500), r"batch_size=500 is larger than the 180 training points"),
+        (_x(), dict(ortho_batch_size=181), r"ortho_batch_size=181 is larger"),
+        (_x(), dict(affinity="rbf"), r"affinity='rbf'"),
+        (_x(), dict(laplacian="sym"), r"laplacian='sym'"),
+        (_x(), dict(gradient="exact"), r"gradient='exact'"),
+        (_x(), dict(validation_fraction=1.5), r"validation_fraction=1.5"),
+        (_x(), dict(hidden_units=(10, -1)), r"hidden_units=\(10, -1\)"),
+    ],
+)
+def test_bad_input_gets_a_clear_value_error(X, kwargs, match):
+    kwargs = {"n_clusters": 2, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        SpectralNet(**kwargs).fit(X)
+
+
+def test_predict_and_transform_before_fit_raise_not_fitted():
+    with pytest.raises(NotFittedError):
+        SpectralNet(2).predict(_x())
+    with pytest.raises(NotFittedError):
+        SpectralNet(2).transform(_x())
+
+
+def test_predict_with_a_different_feature_count_is_refused(cc_fit):
+    net = cc_fit[0]
+    with pytest.raises(ValueError, match=r"X has 3 features, but SpectralNet was fitted with n_features_in_=2"):
+        net.predict(_x(d=3))
+    with pytest.raises(ValueError, match=r"X has 3 features"):
+        net.transform(_x(d=3))

@@ -1,0 +1,40 @@
+import numpy as np
+import pytest
+
+from spectralnet_tf.metrics import acc, grassmann, nmi
+
+
+def test_acc_is_invariant_under_label_permutation():
+    rng = np.random.default_rng(0)
+    true = rng.integers(0, 5, 500)
+    pred = np.where(rng.uniform(size=500) < 0.8, true, rng.integers(0, 5, 500))
+    perm = rng.permutation(5)
+    assert acc(true, perm[pred]) == acc(true, pred)
+    assert acc(perm[true], pred) == acc(true, pred)
+
+
+def test_acc_uses_the_best_one_to_one_matching():
+    # Cluster 0 -> label 1 (3 hits), cluster 1 -> label 0 (2 hits); 5/6.
+    assert acc([1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 0]) == pytest.approx(5 / 6)
+
+
+def test_nmi_normalizes_by_the_larger_entropy():
+    true = np.array([0, 0, 1, 1])
+    pred = np.array([0, 0, 1, 2])
+    # I = H(true) = ln 2 (pred refines true); H(pred) = 1.5 ln 2.
+    assert nmi(true, pred) == pytest.approx(1 / 1.5)
+
+
+def test_grassmann_ignores_basis_and_counts_orthogonal_directions():
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(100, 3))
+    assert grassmann(a, a @ rng.normal(size=(3, 3))) == pytest.approx(0, abs=1e-10)
+    q, _ = np.linalg.qr(rng.normal(size=(100, 6)))
+    assert grassmann(q[:, :3], q[:, 3:]) == pytest.approx(3.0)
+    # One shared direction and two orthogonal ones: distance 2.
+    assert grassmann(q[:, :3], q[:, [0, 3, 4]]) == pytest.approx(2.0)
+
+
+def test_mismatched_shapes_are_reported():
+    with pytest.raises(ValueError, match="same shape"):
+        acc([0, 1], [0, 1, 1])

@@ -1,0 +1,32 @@
+"""scripts/run.py end to end on a small budget."""
+
+import importlib.util
+import json
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "scripts", f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_run_writes_results_and_plots(tmp_path):
+    run = _load("run")
+    out = tmp_path / "cc"
+    results = run.main(["--dset", "cc", "--out", str(out), "--hidden", "64,64",
+                        "--epochs", "3", "--quiet"])
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["dataset"] == "cc" and saved["n"] == 1500 and saved["n_clusters"] == 2
+    for key in ("acc", "nmi", "grassmann", "exact_acc", "kmeans_acc"):
+        assert 0.0 <= saved[key] <= 2.0
+    assert saved["exact_acc"] == 1.0
+    assert set(saved["seconds"]) >= {"total", "data", "exact", "train", "kmeans", "plots"}
+    assert saved["config"]["hidden_units"] == [64, 64]
+    assert saved["config"]["max_epochs"] == 3 and saved["config"]["seed"] == 0
+    assert saved["acc"] == results["acc"]
+    for png in ("clusters.png", "eigenvectors.png", "training.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

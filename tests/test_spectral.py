@@ -1,0 +1,42 @@
+import numpy as np
+import pytest
+
+from spectralnet_tf.affinity import GaussianKNNAffinity
+from spectralnet_tf.datasets import load_dataset
+from spectralnet_tf.metrics import acc
+from spectralnet_tf.spectral import (laplacian_matrix, smallest_eigenvectors,
+                                     spectral_clustering)
+
+
+def test_exact_spectral_clustering_separates_nested_cs():
+    x, y, k = load_dataset("cc")
+    aff = GaussianKNNAffinity(n_nbrs=8, scale_nbr=2).fit(x, batch_size=1024)
+    labels, vecs = spectral_clustering(x, k, aff)
+    assert acc(y, labels) == 1.0
+    assert vecs.shape == (len(x), 2)
+
+
+@pytest.mark.parametrize("laplacian", ["unnormalized", "normalized"])
+def test_eigenvectors_solve_the_laplacian(laplacian):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 2)).astype(np.float32)
+    w = GaussianKNNAffinity(n_nbrs=5, scale_nbr=2).fit(x, batch_size=200).graph(x)
+    lap = laplacian_matrix(w, laplacian)
+    vals, vecs = smallest_eigenvectors(lap, 3)
+    np.testing.assert_allclose(lap @ vecs, vecs * vals, atol=1e-8)
+    assert np.all(np.diff(vals) >= 0) and vals[0] == pytest.approx(0, abs=1e-8)
+    full = np.linalg.eigvalsh(lap.toarray())
+    np.testing.assert_allclose(vals, full[:3], atol=1e-8)
+
+
+def test_sparse_solver_matches_dense_solver(monkeypatch):
+    from spectralnet_tf import spectral
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(300, 2)).astype(np.float32)
+    w = GaussianKNNAffinity(n_nbrs=10, scale_nbr=2).fit(x, batch_size=300).graph(x)
+    lap = laplacian_matrix(w)
+    dense_vals, _ = smallest_eigenvectors(lap, 3)
+    monkeypatch.setattr(spectral, "DENSE_MAX_N", 10)
+    sparse_vals, _ = smallest_eigenvectors(lap, 3)
+    np.testing.assert_allclose(sparse_vals, dense_vals, atol=1e-8)
