@@ -113,6 +113,11 @@ def bench_serve(args, command):
     model = tf.saved_model.load(args.model)
     serve = model.signatures["serving_default"]
     d = serve.structured_input_signature[1]["x"].shape[-1]
+    # Dense kernels are the 2-D variables: 2 * in * out FLOPs per point each.
+    shapes = [shape for _, shape in tf.train.list_variables(
+        os.path.join(args.model, "variables", "variables"))]
+    flops = 2 * sum(int(np.prod(s)) for s in shapes if len(s) == 2)
+    rate = matmul_rate()
     rows = []
     for batch in (1, 1024):
         x = tf.constant(np.random.default_rng(0).uniform(size=(batch, d)).astype(np.float32))
@@ -122,9 +127,13 @@ def bench_serve(args, command):
         for _ in range(n_calls):
             serve(x=x)["cluster"].numpy()
         seconds = time.perf_counter() - start
-        rows.append([batch, f"{batch * n_calls / seconds:,.0f}", f"{1000 * seconds / n_calls:.2f}"])
-    append(f"Exported SavedModel throughput ({args.model})", ["batch", "points/s", "ms/call"],
-           rows, command)
+        points = batch * n_calls / seconds
+        floor = rate * 1e9 / flops  # points/s if every FLOP ran at the matmul rate
+        rows.append([batch, f"{points:,.0f}", f"{1000 * seconds / n_calls:.2f}",
+                     f"{flops / 1e6:.2f}", f"{rate:.0f}", f"{floor:,.0f}", f"{points / floor:.1%}"])
+    append(f"Exported SavedModel throughput ({args.model})",
+           ["batch", "points/s", "ms/call", "MFLOP/point", "matmul GFLOP/s",
+            "points/s at matmul rate", "of that"], rows, command)
 
 
 def main(argv=None):
@@ -134,10 +143,9 @@ def main(argv=None):
     p.add_argument("what", choices=["matmul", "step", "run", "serve"])
     p.add_argument("--steps", type=int, default=40, help="steps per timed epoch (step)")
     p.add_argument("--model", help="SavedModel version directory (serve)")
-    p.add_argument("rest", nargs=argparse.REMAINDER, help="run.py arguments after --")
-    args = p.parse_args(argv)
-    if args.rest and args.rest[0] == "--":
-        args.rest = args.rest[1:]
+    own, rest = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    args = p.parse_args(own)
+    args.rest = rest  # run.py arguments, after --
     command = "python scripts/bench.py " + " ".join(argv)
     {"matmul": bench_matmul, "step": bench_step, "run": bench_run, "serve": bench_serve}[args.what](
         args, command)

@@ -22,6 +22,8 @@ from sklearn.cluster import KMeans  # noqa: E402
 
 from spectralnet_tf import SpectralNet, acc, grassmann, nmi  # noqa: E402
 from spectralnet_tf.configs import config_for  # noqa: E402
+from spectralnet_tf import rundir  # noqa: E402
+from spectralnet_tf.atomic import atomic_file  # noqa: E402
 from spectralnet_tf.autoencoder import load_encoder  # noqa: E402
 from spectralnet_tf.datasets import DATASETS, MNIST_N_TRAIN, load_dataset  # noqa: E402
 from spectralnet_tf.spectral import (DENSE_MAX_N, laplacian_matrix,  # noqa: E402
@@ -36,8 +38,11 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--dset", required=True, choices=sorted(DATASETS), help="data set")
-    p.add_argument("--out", help="output directory (default: runs/DSET-DATE/)")
+    p.add_argument("--dset", choices=sorted(DATASETS), help="data set (required unless --resume)")
+    p.add_argument("--out", help="output directory (default: runs/DSET-DATE/); must be new or empty")
+    p.add_argument("--resume", metavar="DIR",
+                   help="continue the interrupted run in DIR from its last checkpoints, "
+                        "with the arguments it was started with")
     p.add_argument("--seed", type=int, default=0, help="seeds data and training (default 0)")
     hp = p.add_argument_group("hyper-parameters (default: the data set's config, "
                               "else the SpectralNet default)")
@@ -68,6 +73,8 @@ def parse_args(argv=None):
     mn.add_argument("--grassmann", action="store_true",
                     help="Grassmann distance to the true eigenvectors of the full-data "
                          "Laplacian (sparse kNN graph, scipy eigensolver)")
+    p.add_argument("--labeled-fraction", type=float, default=0.0,
+                   help="semi-supervised: reveal the labels of this random fraction of points")
     p.add_argument("--export", nargs="?", const="export", metavar="DIR",
                    help="after training, export a SavedModel for TF-Serving to "
                         "DIR/DSET/<version>/ (DIR defaults to export/)")
@@ -92,13 +99,29 @@ def build_config(args):
 
 
 def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    resume = args.resume is not None
+    if resume:
+        out = args.resume
+    else:
+        if args.dset is None:
+            raise SystemExit("run.py: --dset is required (or --resume DIR).")
+        out = args.out or os.path.join(
+            "runs", f"{args.dset}-{datetime.datetime.now():%Y%m%d-%H%M%S}")
+        if args.out is None:
+            argv += ["--out", out]
+    try:
+        with rundir.claim(out, argv, resume=resume) as run_argv:
+            return run(parse_args(run_argv), out, resume)
+    except rundir.RunDirectoryError as err:
+        raise SystemExit(f"run.py: {err}") from None
+
+
+def run(args, out, resume=False):
+    """One run into the claimed directory ``out`` (see main)."""
     t0 = time.perf_counter()
     seconds = {}
-    out = args.out or os.path.join(
-        "runs", f"{args.dset}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
-    )
-    os.makedirs(out, exist_ok=True)
 
     def phase(name, start):
         seconds[name] = round(time.perf_counter() - start, 3)
@@ -123,11 +146,12 @@ def main(argv=None):
             raise SystemExit("--space code needs an autoencoder; only --dset mnist has one.")
         args.encoder_file = args.ae_weights or (AE_TRAIN60K if args.split else AE_ALL)
         config["encoder"] = load_encoder(args.encoder_file)
-    net = SpectralNet(k, random_state=args.seed, verbose=0 if args.quiet else 1, **config)
+    net = SpectralNet(k, random_state=args.seed, verbose=0 if args.quiet else 1,
+                      checkpoint_dir=os.path.join(out, "checkpoints"), **config)
     results = {"dataset": args.dset, "n": int(len(x)), "n_clusters": k, "space": space,
                "affinity": "siamese" if net.affinity_embedding == "siamese" else "euclidean"}
 
-    eigvecs = None
+    eigvecs = exact_labels = None
     if not args.no_exact and len(x) <= DENSE_MAX_N:
         t = time.perf_counter()
         # Same affinity construction as the net's, applied to all n points.
@@ -139,8 +163,14 @@ def main(argv=None):
         results.update(exact_acc=acc(y, exact_labels), exact_nmi=nmi(y, exact_labels))
         phase("exact", t)
 
+    y_known = None
+    if args.labeled_fraction > 0:
+        rng = np.random.default_rng(args.seed)
+        y_known = np.where(rng.uniform(size=len(y)) < args.labeled_fraction, y, -1)
+        results["labeled"] = int((y_known >= 0).sum())
+
     t = time.perf_counter()
-    net.fit(x, eigvecs=eigvecs)
+    net.fit(x, y_known, eigvecs=eigvecs, resume=resume)
     phase("train", t)
     if hasattr(net, "siamese_history_"):
         seconds["siamese"] = round(net.siamese_history_["seconds"], 3)
@@ -171,7 +201,7 @@ def main(argv=None):
         from spectralnet_tf import plots
 
         panels = {"SpectralNet": net.labels_}
-        if eigvecs is not None:
+        if exact_labels is not None:
             panels["spectral clustering"] = exact_labels
         panels["k-means"] = km_labels
         x_plot = x
@@ -199,7 +229,7 @@ def main(argv=None):
     params["encoder"] = getattr(args, "encoder_file", None)
     results["config"] = {**params, "seed": args.seed, "scale_": net.affinity_.scale_}
     results["history"] = {key: v for key, v in net.history_.items() if key != "seconds"}
-    with open(os.path.join(out, "results.json"), "w") as f:
+    with atomic_file(os.path.join(out, rundir.RESULTS)) as f:
         json.dump(results, f, indent=2)
     summary = (
         f"{args.dset}: n={len(x)} k={k} ACC={results['acc']:.4f} NMI={results['nmi']:.4f}"

@@ -31,14 +31,15 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dsets", nargs="+", required=True)
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    p.add_argument("--out", default="runs/sweep", help="run directories go below this")
+    p.add_argument("--out", default=None, help="run directories go below this (default: runs/sweep-DATE)")
     p.add_argument("--benchmarks", default="BENCHMARKS.md", help="file the table is appended to")
     args, extra = p.parse_known_args(argv)
+    out = args.out or os.path.join("runs", f"sweep-{datetime.datetime.now():%Y%m%d-%H%M%S}")
     rows = []
     for dset in args.dsets:
         for seed in args.seeds:
             r = run.main(["--dset", dset, "--seed", str(seed), "--quiet", "--no-plots",
-                          "--out", os.path.join(args.out, f"{dset}-seed{seed}"), *extra])
+                          "--out", os.path.join(out, f"{dset}-seed{seed}"), *extra])
             rows.append(
                 f"| {dset} | {seed} | {r['n']} | {r['acc']:.4f} | {r['nmi']:.4f} | "
                 f"{r.get('grassmann', float('nan')):.4f} | {r.get('exact_acc', float('nan')):.4f} | "

@@ -220,3 +220,14 @@ class GaussianKNNAffinity(GaussianAffinity):
 
 
 AFFINITIES = {"knn": GaussianKNNAffinity, "full": FullGaussianAffinity}
+
+
+def apply_labels(w, labels):
+    """Semi-supervised affinity (paper Sec. 5.3): pairs of labeled points get 1
+    (same label) or 0 (different labels); other pairs keep ``w``. ``labels``
+    holds -1 for unlabeled points. The diagonal stays 0."""
+    labeled = labels >= 0
+    both = tf.logical_and(labeled[:, None], labeled[None, :])
+    same = tf.cast(tf.equal(labels[:, None], labels[None, :]), w.dtype)
+    off_diag = 1.0 - tf.eye(tf.shape(w)[0], dtype=w.dtype)
+    return tf.where(both, same * off_diag, w)

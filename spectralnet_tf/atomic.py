@@ -44,6 +44,9 @@ def atomic_file(path, mode="w"):
     parent = os.path.dirname(os.path.abspath(path))
     os.makedirs(parent, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the usual file mode
     try:
         with os.fdopen(fd, mode) as f:
             yield f

@@ -11,17 +11,22 @@ CONFIGS = {
     "cc": dict(_TOY),
     "moons": dict(_TOY),
     "circles": dict(_TOY),
+    "noisy_circles": dict(_TOY),
     "spirals": dict(_TOY),
     "rings3d": dict(_TOY),
     "digits": {"hidden_units": (512, 512, 256), "max_epochs": 100},
     # Paper Table 3/4: 1024-1024-512 net, batch 1024, RMSprop 1e-3, patience 10,
     # kNN affinity in Siamese distance. The Siamese net is smaller than the
     # paper's (see README, MNIST) and trained with larger batches, for CPU time.
+    # The affinity uses 10 neighbours and a local scale (5th neighbour): with 3
+    # neighbours and a global scale, exact spectral clustering of 5,000 codes
+    # fell to ACC 0.14-0.61 (fragmented graph); 10 / local-5 gave 0.79.
     "mnist": {
         "hidden_units": (1024, 1024, 512),
         "affinity": "knn",
-        "n_nbrs": 3,
-        "scale_nbr": 2,
+        "n_nbrs": 10,
+        "scale_nbr": 5,
+        "scale": "local",
         "batch_size": 1024,
         "learning_rate": 1e-3,
         "patience": 10,
@@ -29,7 +34,7 @@ CONFIGS = {
         "affinity_embedding": "siamese",
         "siamese_hidden_units": (256, 256, 10),
         "siamese_n_nbrs": 2,
-        "siamese_batch_size": 1024,
+        "siamese_batch_size": 512,
         "siamese_max_epochs": 30,
     },
 }

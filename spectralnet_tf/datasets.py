@@ -37,6 +37,11 @@ def circles(n=1500, noise=0.05, seed=0, factor=0.5):
     return skd.make_circles(n, noise=noise, factor=factor, random_state=seed)
 
 
+def noisy_circles(n=1500, noise=0.12, seed=0, factor=0.5):
+    """Concentric circles with heavy noise (paper Sec. 5.3's semi-supervised demo)."""
+    return circles(n, noise=noise, seed=seed, factor=factor)
+
+
 def spirals(n=1500, noise=0.05, seed=0, turns=1.0):
     """Two interleaved Archimedean spirals, one full turn each by default.
 
@@ -110,6 +115,7 @@ DATASETS = {
     "cc": (nested_cs, 2),
     "moons": (moons, 2),
     "circles": (circles, 2),
+    "noisy_circles": (noisy_circles, 2),
     "spirals": (spirals, 2),
     "rings3d": (rings3d, 2),
     "digits": (digits, 10),

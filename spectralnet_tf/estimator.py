@@ -1,12 +1,14 @@
 """``SpectralNet``: the scikit-learn style estimator."""
 
 import numbers
+import os
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.exceptions import NotFittedError
 
 from .affinity import AFFINITIES, SCALES, embed_in_batches
+from .checkpoint import Checkpointer
 from .centroids import centroid_distances, fit_centroids, nearest_centroid
 from .export import export_saved_model, load_estimator, save_estimator
 from .losses import LAPLACIANS
@@ -127,6 +129,11 @@ class SpectralNet(ClusterMixin, BaseEstimator):
     neighbors : {"auto", "exact", "annoy"}, default="auto"
         Nearest-neighbour backend for the Siamese pairs: exact (scikit-learn)
         up to 20,000 points, annoy above.
+    checkpoint_dir : str or None, default=None
+        If set, the Siamese and SpectralNet trainings checkpoint after every
+        epoch into ``checkpoint_dir/siamese`` and ``checkpoint_dir/spectral``
+        (weights, optimizer state, learning-rate stage, RNG stream; written
+        atomically). ``fit(..., resume=True)`` continues from them.
     random_state : int or None, default=None
         Seeds the split, the scale estimate, the weights, the minibatches and
         k-means. Equal seeds give equal results on the same machine.
@@ -187,6 +194,7 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         siamese_learning_rate=1e-3,
         siamese_max_epochs=100,
         neighbors="auto",
+        checkpoint_dir=None,
         random_state=None,
         verbose=0,
     ):
@@ -214,6 +222,7 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         self.siamese_learning_rate = siamese_learning_rate
         self.siamese_max_epochs = siamese_max_epochs
         self.neighbors = neighbors
+        self.checkpoint_dir = checkpoint_dir
         self.random_state = random_state
         self.verbose = verbose
 
@@ -283,16 +292,23 @@ class SpectralNet(ClusterMixin, BaseEstimator):
             kwargs["n_nbrs"] = self.n_nbrs
         return AFFINITIES[self.affinity](**kwargs)
 
-    def fit(self, X, y=None, *, eigvecs=None):
+    def fit(self, X, y=None, *, eigvecs=None, resume=False):
         """Train F_theta on X and cluster its embedding.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        y : ignored
+        y : array-like of shape (n_samples,) or None
+            Semi-supervised labels: an integer class for the few labeled points,
+            -1 for all others. Labeled pairs get affinity 1 (same label) or 0
+            (different labels) and also enrich the Siamese training pairs.
         eigvecs : array of shape (n_samples, n_clusters), optional
             True Laplacian eigenvectors of X; if given, the history records
             the Grassmann distance to them after each epoch.
+        resume : bool, default=False
+            Continue from the checkpoints in ``checkpoint_dir`` (same X, y and
+            parameters). Without it, existing checkpoints there are an error,
+            never silently reused.
 
         Returns
         -------
@@ -300,7 +316,11 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         """
         X = check_array(X)
         n = len(X)
+        y = self._check_y(y, n)
         n_val, batch_size, ortho_batch_size, steps = self._resolve_params(n)
+        for stale in ("siamese_", "siamese_history_"):  # from an earlier fit
+            self.__dict__.pop(stale, None)
+        checkpointers = self._checkpointers(resume)
         seeds = np.random.default_rng(self.random_state).integers(0, 2**31 - 1, size=5)
         split_seed, scale_seed, net_seed, train_seed, siamese_seed = (int(s) for s in seeds)
         # Code space: encode once; everything below trains on the codes.
@@ -308,9 +328,10 @@ class SpectralNet(ClusterMixin, BaseEstimator):
 
         perm = np.random.default_rng(split_seed).permutation(n)
         z_val, z_train = Z[perm[:n_val]], Z[perm[n_val:]]
+        y_val, y_train = y[perm[:n_val]], y[perm[n_val:]]
         embedding = self.affinity_embedding
         if embedding == "siamese":
-            embedding = self._fit_siamese(z_train, siamese_seed)
+            embedding = self._fit_siamese(z_train, y_train, siamese_seed, checkpointers.get("siamese"))
         self.affinity_ = self._make_affinity(embedding).fit(z_train, batch_size, seed=scale_seed)
         spectral_model, body = build_spectralnet(
             Z.shape[1], self.n_clusters, tuple(self.hidden_units), seed=net_seed
@@ -321,7 +342,8 @@ class SpectralNet(ClusterMixin, BaseEstimator):
             ortho_batch_size=ortho_batch_size, learning_rate=self.learning_rate,
             patience=self.patience, min_lr=self.min_lr, epochs=self.max_epochs,
             steps_per_epoch=steps, seed=train_seed, verbose=self.verbose,
-            gradient=self.gradient,
+            gradient=self.gradient, y_train=y_train, y_val=y_val,
+            checkpointer=checkpointers.get("spectral"),
             x_eval=Z if eigvecs is not None else None, eigvecs=eigvecs,
         )
         self.model_ = (spectral_model if self.encoder is None
@@ -332,17 +354,50 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         self.labels_ = self._assign(self.embedding_)
         return self
 
-    def _fit_siamese(self, z_train, seed):
-        """Train the Siamese net on unlabeled kNN pairs of the training points."""
+    @staticmethod
+    def _check_y(y, n):
+        """Semi-supervised labels as int64 with -1 for unlabeled (all -1 if None)."""
+        if y is None:
+            return np.full(n, -1, dtype=np.int64)
+        y = np.asarray(y)
+        if y.shape != (n,):
+            raise ValueError(f"y must have shape (n_samples,) = ({n},), got y.shape={y.shape}.")
+        if not np.issubdtype(y.dtype, np.integer) or (y < -1).any():
+            raise ValueError(
+                "y must hold integer labels >= 0 for labeled points and -1 for "
+                f"unlabeled ones, got dtype={y.dtype}, min={y.min()}."
+            )
+        return y.astype(np.int64)
+
+    def _checkpointers(self, resume):
+        """Checkpointer per training phase; refuse to reuse checkpoints unasked."""
+        if self.checkpoint_dir is None:
+            if resume:
+                raise ValueError("resume=True needs checkpoint_dir, got checkpoint_dir=None.")
+            return {}
+        found = {name: Checkpointer(os.path.join(self.checkpoint_dir, name))
+                 for name in ("siamese", "spectral")}
+        existing = [c.directory for c in found.values() if c.latest() is not None]
+        if existing and not resume:
+            raise ValueError(
+                f"checkpoint_dir={self.checkpoint_dir!r} holds checkpoints of an earlier "
+                f"fit ({', '.join(existing)}); pass resume=True to continue it, or use "
+                "an empty directory."
+            )
+        return found
+
+    def _fit_siamese(self, z_train, y_train, seed, checkpointer=None):
+        """Train the Siamese net on kNN pairs (plus labeled pairs, if any)."""
         _check_int("siamese_n_nbrs", self.siamese_n_nbrs, 1)
         _check_int("siamese_batch_size", self.siamese_batch_size, 1)
-        pairs = make_pairs(z_train, self.siamese_n_nbrs, self.neighbors, seed=seed)
+        labels = y_train if (y_train >= 0).any() else None
+        pairs = make_pairs(z_train, self.siamese_n_nbrs, self.neighbors, seed=seed, labels=labels)
         self.siamese_ = build_siamese(z_train.shape[1], tuple(self.siamese_hidden_units), seed=seed)
         self.siamese_history_ = train_siamese(
             self.siamese_, z_train, pairs, batch_size=self.siamese_batch_size,
             learning_rate=self.siamese_learning_rate, patience=self.patience,
             min_lr=self.min_lr, epochs=self.siamese_max_epochs, seed=seed,
-            verbose=self.verbose,
+            verbose=self.verbose, checkpointer=checkpointer,
         )
         return self.siamese_
 

@@ -17,12 +17,14 @@ from .networks import dense_stack
 from .train import PlateauSchedule, run_epochs
 
 
-def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0):
-    """Unsupervised pairs: ``(first, second, is_positive)`` index arrays.
+def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None):
+    """Training pairs: ``(first, second, is_positive)`` index arrays.
 
     Positives: (i, j) for each of i's ``n_nbrs`` nearest neighbours j.
     Negatives: as many (i, j) with j drawn uniformly among the points that are
-    not i and not among i's neighbours.
+    not i and not among i's neighbours. With ``labels`` (-1: unknown), each
+    labeled point also gets a positive pair with a random point of its label
+    and a negative pair with a random point of another label (paper Sec. 5.3).
     """
     n = len(x)
     backend = make_neighbors(neighbors, n_samples=n, random_state=seed)
@@ -36,23 +38,51 @@ def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0):
     while bad.any():
         neg_second[bad] = rng.integers(0, n, size=int(bad.sum()))
         bad = (neg_second == first) | (nbrs[first] == neg_second[:, None]).any(axis=1)
-    return (
-        np.concatenate([first, first]),
-        np.concatenate([pos_second, neg_second]),
-        np.concatenate([np.ones(first.size, np.float32), np.zeros(first.size, np.float32)]),
-    )
+    firsts, seconds = [first, first], [pos_second, neg_second]
+    flags = [np.ones(first.size, np.float32), np.zeros(first.size, np.float32)]
+    if labels is not None:
+        for arrays, pairs in zip((firsts, seconds, flags), _labeled_pairs(labels, rng)):
+            arrays.extend(pairs)
+    return tuple(np.concatenate(a) for a in (firsts, seconds, flags))
+
+
+def _labeled_pairs(labels, rng):
+    """One same-label and one other-label partner for each labeled point."""
+    labels = np.asarray(labels)
+    idx = np.flatnonzero(labels >= 0)
+    first, second, flag = [], [], []
+    for i in idx:
+        same = idx[(labels[idx] == labels[i]) & (idx != i)]
+        other = idx[labels[idx] != labels[i]]
+        for pool, positive in ((same, 1.0), (other, 0.0)):
+            if pool.size:
+                first.append(i)
+                second.append(rng.choice(pool))
+                flag.append(positive)
+    return ([np.asarray(first, np.int64)], [np.asarray(second, np.int64)],
+            [np.asarray(flag, np.float32)])
 
 
 def build_siamese(input_dim, hidden_units=(1024, 1024, 512, 10), seed=0):
-    """The Siamese branch G: ReLU layers (paper Table 3); both sides share it."""
-    return keras.Sequential(
-        [keras.Input((input_dim,), name="x"), *dense_stack(hidden_units, "relu", seed, "siamese")],
-        name="siamese",
-    )
+    """The Siamese branch G, shared by both sides of a pair: ReLU layers and a
+    linear output layer of size ``hidden_units[-1]``.
+
+    The paper's Table 3 ends in a ReLU; on MNIST codes (10,000 points, 15
+    epochs) that left 4-5 of 10 output units dead and the 10-NN label purity
+    of the embedding at 0.915-0.927, below the codes' own 0.931; a linear
+    output kept all units and reached 0.948-0.956.
+    """
+    *hidden, out = hidden_units
+    layers = dense_stack(hidden, "relu", seed, "siamese")
+    layers.append(keras.layers.Dense(
+        out, kernel_initializer=keras.initializers.GlorotUniform(seed=seed + len(hidden)),
+        name="siamese_out"))
+    return keras.Sequential([keras.Input((input_dim,), name="x"), *layers], name="siamese")
 
 
 def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience=10,
-                  min_lr=1e-8, epochs=100, validation_fraction=0.1, seed=0, verbose=1):
+                  min_lr=1e-8, epochs=100, validation_fraction=0.1, seed=0, verbose=1,
+                  checkpointer=None):
     """Train ``net`` on ``pairs`` (from ``make_pairs``); returns the history dict."""
     first, second, positive = pairs
     rng = np.random.default_rng(seed)
@@ -92,4 +122,7 @@ def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience
         i, j, pos = val_pairs
         return contrastive_loss(net(tf.gather(x_all, i)), net(tf.gather(x_all, j)), pos)
 
-    return run_epochs(run_epoch, validation_loss, schedule, epochs, verbose, name="Siamese")
+    return run_epochs(run_epoch, validation_loss, schedule, epochs, verbose, name="Siamese",
+                      checkpointer=checkpointer,
+                      objects={"model": list(net.variables), "optimizer": optimizer,
+                               "generator": generator})

@@ -13,6 +13,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from .affinity import apply_labels
 from .losses import spectral_loss
 from .metrics import grassmann
 from .orthonorm import tangent_projection
@@ -50,14 +51,29 @@ class PlateauSchedule:
 
 
 def run_epochs(run_epoch, validation_loss, schedule, epochs, verbose=1, monitor=None,
-               name="training"):
+               name="training", checkpointer=None, objects=None):
     """The epoch loop shared by every training: one compiled ``run_epoch`` call,
     the validation loss, the learning-rate schedule, the history and a Keras
-    progress bar. ``monitor(epoch)`` may add values to the history."""
-    history = {"loss": [], "val_loss": [], "lr": []}
-    progbar = None
+    progress bar. ``monitor(epoch)`` may add values to the history.
+
+    With a ``checkpointer``, ``objects`` (name -> trackable: the model's
+    variables as a list, which includes non-trainable ones such as the
+    Orthonorm kernel; the optimizer; the RNG) are saved after each epoch with the schedule and history, and a
+    previous checkpoint in its directory is resumed from: same weights,
+    optimizer slots, learning rate and RNG stream.
+    """
+    history, first_epoch, earlier_seconds = {"loss": [], "val_loss": [], "lr": []}, 0, 0.0
+    if checkpointer is not None:
+        state = checkpointer.restore(objects)
+        if state is not None:
+            history, first_epoch = state["history"], state["epoch"]
+            schedule.best, schedule.wait = state["best"], state["wait"]
+            earlier_seconds = state["seconds"]
+            if state["stopped"] or first_epoch >= epochs:
+                return {**history, "seconds": earlier_seconds}
+    progbar = keras.utils.Progbar(epochs, verbose=verbose)
     start = time.perf_counter()
-    for epoch in range(epochs):
+    for epoch in range(first_epoch, epochs):
         epoch_start = time.perf_counter()
         try:
             loss = float(run_epoch())
@@ -71,12 +87,17 @@ def run_epochs(run_epoch, validation_loss, schedule, epochs, verbose=1, monitor=
         for key, value in values.items():
             history.setdefault(key, []).append(value)
         stop = schedule.update(values["val_loss"])
-        if progbar is None:
-            progbar = keras.utils.Progbar(epochs, verbose=verbose, stateful_metrics=list(values))
-        progbar.update(epoch + 1, list(values.items()), finalize=stop or epoch + 1 == epochs)
+        finished = stop or epoch + 1 == epochs
+        progbar.stateful_metrics = set(values)
+        progbar.update(epoch + 1, list(values.items()), finalize=finished)
+        if checkpointer is not None and (finished or (epoch + 1) % checkpointer.every == 0):
+            checkpointer.save(epoch + 1, objects, {
+                "history": history, "best": schedule.best, "wait": schedule.wait,
+                "stopped": stop,
+                "seconds": earlier_seconds + time.perf_counter() - start})
         if stop:
             break
-    history["seconds"] = time.perf_counter() - start
+    history["seconds"] = earlier_seconds + time.perf_counter() - start
     return history
 
 
@@ -85,12 +106,13 @@ def sample_rows(generator, n, m):
     return tf.math.top_k(generator.uniform([n]), k=m).indices
 
 
-def validation_batches(x_val, z_val, batch_size, affinity):
+def validation_batches(x_val, z_val, y_val, batch_size, affinity):
     """Fixed validation minibatches with their affinity computed once."""
     n_batches = max(1, int(np.ceil(len(x_val) / batch_size)))
+    split = functools.partial(np.array_split, indices_or_sections=n_batches)
     return [
-        (tf.constant(xb), affinity.kernel_matrix(tf.constant(zb)))
-        for xb, zb in zip(np.array_split(x_val, n_batches), np.array_split(z_val, n_batches))
+        (tf.constant(xb), apply_labels(affinity.kernel_matrix(tf.constant(zb)), tf.constant(yb)))
+        for xb, zb, yb in zip(split(x_val), split(z_val), split(y_val))
     ]
 
 
@@ -118,8 +140,11 @@ def train_spectralnet(
     seed=0,
     verbose=1,
     gradient="projected",
+    y_train=None,
+    y_val=None,
     x_eval=None,
     eigvecs=None,
+    checkpointer=None,
 ):
     """Algorithm 1: train F_theta (``model``) with alternating ortho and
     gradient steps, then set the Orthonorm kernel on the whole training set.
@@ -129,6 +154,8 @@ def train_spectralnet(
     the tangent space of the orthonormality constraint before backpropagating
     it (see ``orthonorm.tangent_projection``); ``"plain"`` is the unprojected
     gradient of Algorithm 1 as printed, which degenerates (README).
+    ``y_train``/``y_val`` hold known labels (-1: unknown) that override the
+    affinity of labeled pairs (semi-supervised; ``affinity.apply_labels``).
     With ``eigvecs`` (the true eigenvectors on ``x_eval``), the history also
     holds the Grassmann distance after each epoch. Returns the history dict.
     """
@@ -139,11 +166,15 @@ def train_spectralnet(
     # Affinity coordinates (e.g. Siamese outputs), computed once, not per step.
     z_tr = x_tr if affinity.embedding is None else tf.constant(affinity.embed_all(x_train))
     n = int(x_tr.shape[0])
+    unlabeled = functools.partial(np.full, fill_value=-1, dtype=np.int64)
+    y_train = unlabeled(len(x_train)) if y_train is None else np.asarray(y_train, np.int64)
+    y_val = unlabeled(len(x_val)) if y_val is None else np.asarray(y_val, np.int64)
+    y_tr = tf.constant(y_train)
     generator = tf.random.Generator.from_seed(seed)
     optimizer = keras.optimizers.RMSprop(learning_rate)
     optimizer.build(model.trainable_variables)
     schedule = PlateauSchedule(optimizer, patience=patience, min_lr=min_lr)
-    val_batches = validation_batches(x_val, affinity.embed_all(x_val), batch_size, affinity)
+    val_batches = validation_batches(x_val, affinity.embed_all(x_val), y_val, batch_size, affinity)
 
     @tf.function
     def run_epoch(steps):
@@ -156,7 +187,7 @@ def train_spectralnet(
             # Orthonorm kernel is non-trainable, so it is a constant here.
             rows = sample_rows(generator, n, batch_size)
             x_batch = tf.gather(x_tr, rows)
-            w = affinity.kernel_matrix(tf.gather(z_tr, rows))
+            w = apply_labels(affinity.kernel_matrix(tf.gather(z_tr, rows)), tf.gather(y_tr, rows))
             with tf.GradientTape(persistent=True) as tape:
                 y = model(x_batch, training=True)
                 loss = spectral_loss(w, y, laplacian)
@@ -182,7 +213,9 @@ def train_spectralnet(
 
     steps = tf.constant(steps_per_epoch)
     history = run_epochs(functools.partial(run_epoch, steps), validation_loss, schedule, epochs,
-                         verbose, monitor, name="SpectralNet")
+                         verbose, monitor, name="SpectralNet", checkpointer=checkpointer,
+                         objects={"model": list(model.variables), "optimizer": optimizer,
+                                  "generator": generator})
     # Final orthogonalization on all training points, so (1/n) Y^T Y = I holds
     # on the training set rather than on one minibatch.
     orthonorm.orthogonalize(predict(body, x_train))

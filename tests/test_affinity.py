@@ -79,3 +79,13 @@ def test_embedding_function_is_applied_before_distances():
 def test_bad_parameters_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
         GaussianKNNAffinity(**kwargs).fit(_x(), batch_size=120)
+
+
+def test_labeled_pairs_get_one_or_zero_and_others_keep_the_kernel():
+    from spectralnet_tf.affinity import apply_labels
+
+    w = tf.constant(np.full((4, 4), 0.5) * (1 - np.eye(4)), tf.float32)
+    labels = tf.constant([0, 0, 1, -1], tf.int64)
+    got = apply_labels(w, labels).numpy()
+    expected = np.array([[0, 1, 0, 0.5], [1, 0, 0, 0.5], [0, 0, 0, 0.5], [0.5, 0.5, 0.5, 0]])
+    np.testing.assert_allclose(got, expected)

@@ -101,3 +101,11 @@ def test_predict_with_a_different_feature_count_is_refused(cc_fit):
         net.predict(_x(d=3))
     with pytest.raises(ValueError, match=r"X has 3 features"):
         net.transform(_x(d=3))
+
+
+def test_bad_semi_supervised_labels_are_named():
+    x = _x()
+    with pytest.raises(ValueError, match=r"y.shape=\(5,\)"):
+        SpectralNet(2).fit(x, np.zeros(5, dtype=int))
+    with pytest.raises(ValueError, match="min=-3"):
+        SpectralNet(2).fit(x, np.full(len(x), -3))

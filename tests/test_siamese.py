@@ -1,5 +1,6 @@
 import numpy as np
 
+from spectralnet_tf.losses import contrastive_loss
 from spectralnet_tf.neighbors import ExactNeighbors
 from spectralnet_tf.siamese import build_siamese, make_pairs, train_siamese
 
@@ -24,10 +25,28 @@ def test_pairs_are_neighbours_and_non_neighbours_in_equal_numbers():
 def test_siamese_training_lowers_the_loss_and_separates_pairs():
     x, _ = _blobs()
     pairs = make_pairs(x, n_nbrs=2, neighbors="exact", seed=0)
-    net = build_siamese(2, hidden_units=(32, 8), seed=0)
-    history = train_siamese(net, x, pairs, batch_size=64, epochs=8, seed=0, verbose=0)
-    assert history["val_loss"][-1] < history["val_loss"][0]
-    z = net.predict(x, verbose=0)
     first, second, positive = pairs
+    net = build_siamese(2, hidden_units=(32, 8), seed=0)
+
+    def loss():
+        return float(contrastive_loss(net(x[first]), net(x[second]), positive))
+
+    before = loss()
+    train_siamese(net, x, pairs, batch_size=64, epochs=8, seed=0, verbose=0)
+    assert loss() < before
+    z = net.predict(x, verbose=0)
     d = np.linalg.norm(z[first] - z[second], axis=1)
     assert d[positive == 1].mean() < 0.5 * d[positive == 0].mean()
+
+
+def test_labeled_points_add_same_and_other_label_pairs():
+    x, y = _blobs()
+    labels = np.full(len(x), -1)
+    labels[[0, 1, 150, 151, 250]] = y[[0, 1, 150, 151, 250]]
+    plain = make_pairs(x, n_nbrs=2, neighbors="exact", seed=0)
+    first, second, positive = make_pairs(x, n_nbrs=2, neighbors="exact", seed=0, labels=labels)
+    extra = slice(len(plain[0]), None)
+    f, s, p = first[extra], second[extra], positive[extra]
+    assert len(f) == 9  # 5 negatives; positives for the 4 points whose label has a partner
+    assert np.all((labels[f] == labels[s]) == (p == 1))
+    assert np.all(labels[s] >= 0) and np.all(f != s)

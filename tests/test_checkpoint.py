@@ -1,0 +1,40 @@
+import os
+
+import numpy as np
+
+from spectralnet_tf.affinity import GaussianKNNAffinity
+from spectralnet_tf.checkpoint import Checkpointer
+from spectralnet_tf.datasets import load_dataset
+from spectralnet_tf.networks import build_spectralnet
+from spectralnet_tf.train import train_spectralnet
+
+
+def _train(epochs, checkpointer=None):
+    x, _, _ = load_dataset("moons", n=500)
+    aff = GaussianKNNAffinity(n_nbrs=5, scale_nbr=2).fit(x, 200)
+    model, body = build_spectralnet(2, 2, (16, 16), seed=0)
+    hist = train_spectralnet(model, body, aff, x[:450], x[450:], batch_size=200,
+                             ortho_batch_size=200, epochs=epochs, steps_per_epoch=5,
+                             patience=2, seed=1, verbose=0, checkpointer=checkpointer)
+    return model, hist
+
+
+def test_resumed_training_equals_uninterrupted_training(tmp_path):
+    full_model, full_hist = _train(6)
+    ckpt = Checkpointer(str(tmp_path / "spectral"))
+    _train(3, ckpt)  # "killed" after epoch 3: only its checkpoint survives
+    assert os.path.basename(ckpt.latest()) == "ckpt-000003"
+    resumed_model, resumed_hist = _train(6, ckpt)
+    for a, b in zip(full_model.get_weights(), resumed_model.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(resumed_hist["val_loss"], full_hist["val_loss"], rtol=1e-4)
+    np.testing.assert_allclose(resumed_hist["lr"], full_hist["lr"])
+
+
+def test_only_the_latest_checkpoint_is_kept_and_a_finished_run_is_not_retrained(tmp_path):
+    ckpt = Checkpointer(str(tmp_path / "spectral"))
+    model, hist = _train(3, ckpt)
+    names = sorted(n for n in os.listdir(tmp_path / "spectral") if not n.startswith("."))
+    assert names == ["ckpt-000003", "latest"]
+    again_model, again_hist = _train(3, ckpt)  # finished: restored, not retrained
+    assert again_hist["loss"] == hist["loss"]
