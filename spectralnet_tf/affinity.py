@@ -57,7 +57,18 @@ def embed_in_batches(embedding, x, batch_size=4096):
 
 
 class GaussianAffinity:
-    """Shared part of the Gaussian affinities: embedding, scale, kernel."""
+    """Shared part of the Gaussian affinities: embedding, scale, kernel.
+
+    Parameters
+    ----------
+    scale_nbr : int, default=3
+        The scale is the distance to this neighbour (median, or per point).
+    scale : {"global", "local"}, default="global"
+    embedding : callable or None
+        Distances are taken between ``embedding(x)`` (e.g. a Siamese net).
+    n_scale_batches : int, default=10
+        Random batches over which the global median is taken.
+    """
 
     def __init__(self, scale_nbr=3, scale="global", embedding=None, n_scale_batches=10):
         self.scale_nbr = scale_nbr
@@ -138,18 +149,8 @@ class GaussianAffinity:
 
 
 class FullGaussianAffinity(GaussianAffinity):
-    """Gaussian affinity between all pairs of points.
-
-    Parameters
-    ----------
-    scale_nbr : int, default=3
-        The scale is the distance to this neighbour (median, or per point).
-    scale : {"global", "local"}, default="global"
-    embedding : callable or None
-        Distances are taken between ``embedding(x)`` (e.g. a Siamese net).
-    n_scale_batches : int, default=10
-        Random batches over which the global median is taken.
-    """
+    """Gaussian affinity between all pairs of points (parameters as in
+    ``GaussianAffinity``)."""
 
     def graph(self, x, neighbors=None):
         """Dense (n, n) numpy W over all of x (for small n)."""
@@ -166,13 +167,8 @@ class GaussianKNNAffinity(GaussianAffinity):
     ----------
     n_nbrs : int, default=10
         Neighbours each point is connected to.
-    scale_nbr : int, default=3
-        The scale is the distance to this neighbour (median, or per point).
-    scale : {"global", "local"}, default="global"
-    embedding : callable or None
-        Distances are taken between ``embedding(x)`` (e.g. a Siamese net).
-    n_scale_batches : int, default=10
-        Random batches over which the global median is taken.
+    scale_nbr, scale, embedding, n_scale_batches
+        As in ``GaussianAffinity``.
 
     Examples
     --------
