@@ -68,9 +68,9 @@ def build_siamese(input_dim, hidden_units=(1024, 1024, 512, 10), seed=0):
     linear output layer of size ``hidden_units[-1]``.
 
     The paper's Table 3 ends in a ReLU; on MNIST codes (10,000 points, 15
-    epochs) that left 4-5 of 10 output units dead and the 10-NN label purity
-    of the embedding at 0.915-0.927, below the codes' own 0.931; a linear
-    output kept all units and reached 0.948-0.956.
+    epochs) that left 5 of 10 output units dead and the 10-NN label purity of
+    the embedding at 0.915, below the codes' own 0.931; a linear output kept
+    all units and reached 0.950 (scripts/ablations.py siamese).
     """
     *hidden, out = hidden_units
     layers = dense_stack(hidden, "relu", seed, "siamese")
