@@ -33,6 +33,11 @@ DEFAULT_OUT = {
 }
 
 
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -74,8 +79,7 @@ def main(argv=None):
         "weights": os.path.basename(out),
         "data": {"file": "mnist.npz", "points": int(len(x)),
                  "split": "first 60,000 (training split)" if args.split == "train" else "all 70,000",
-                 "sha256": hashlib.sha256(open(npz, "rb").read()).hexdigest()
-                 if os.path.exists(npz) else None},
+                 "sha256": sha256(npz) if os.path.exists(npz) else None},
         "architecture": "784-500-500-2000-10 ReLU, linear code, mirrored decoder, sigmoid output",
         "loss": "mse", "optimizer": f"Adam(lr={args.lr})", "batch_size": args.batch_size,
         "epochs": args.epochs, "seed": args.seed,

@@ -7,6 +7,7 @@ after a crash only a ``.tmp-*`` sibling may be left, which nothing reads.
 """
 
 import contextlib
+import errno
 import os
 import shutil
 import tempfile
@@ -35,7 +36,12 @@ def publish(tmp, final):
     """
     if os.path.lexists(final):
         raise FileExistsError(f"{final} already exists; not overwriting it.")
-    os.rename(tmp, final)
+    try:
+        os.rename(tmp, final)
+    except OSError as err:  # another writer created it in between
+        if err.errno in (errno.EEXIST, errno.ENOTEMPTY):
+            raise FileExistsError(f"{final} already exists; not overwriting it.") from err
+        raise
 
 
 @contextlib.contextmanager
@@ -44,10 +50,8 @@ def atomic_file(path, mode="w"):
     parent = os.path.dirname(os.path.abspath(path))
     os.makedirs(parent, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=parent)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the usual file mode
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; give the usual file mode
         with os.fdopen(fd, mode) as f:
             yield f
             f.flush()

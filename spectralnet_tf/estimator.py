@@ -49,6 +49,17 @@ def _check_int(name, value, low):
         raise ValueError(f"{name} must be an integer >= {low}, got {name}={value!r}.")
 
 
+def _check_positive(name, value):
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not value > 0:
+        raise ValueError(f"{name} must be a number > 0, got {name}={value!r}.")
+
+
+def _check_units(name, value):
+    if not (isinstance(value, (tuple, list)) and len(value) > 0
+            and all(isinstance(u, numbers.Integral) and u >= 1 for u in value)):
+        raise ValueError(f"{name} must be a non-empty tuple of positive integers, got {name}={value!r}.")
+
+
 def _check_choice(name, value, choices):
     if value not in choices:
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {name}={value!r}.")
@@ -120,7 +131,8 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         SpectralNet and the Siamese net are trained on the codes, computed once.
         ``model_``, ``transform``, ``predict`` and the exports take raw input.
     siamese_hidden_units : tuple of int, default=(1024, 1024, 512, 10)
-        ReLU layers of the Siamese net (paper Table 3).
+        Layers of the Siamese net (paper Table 3): ReLU, except a linear output
+        layer (see ``siamese.build_siamese``).
     siamese_n_nbrs : int, default=2
         Positive pairs per point: its nearest neighbours (paper: 2 on MNIST).
     siamese_batch_size : int, default=128
@@ -241,13 +253,9 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         _check_int("scale_nbr", self.scale_nbr, 1)
         _check_int("patience", self.patience, 1)
         _check_int("max_epochs", self.max_epochs, 1)
-        if not (isinstance(self.hidden_units, (tuple, list))
-                and all(isinstance(u, numbers.Integral) and u >= 1 for u in self.hidden_units)):
-            raise ValueError(
-                "hidden_units must be a tuple of positive integers, got "
-                f"hidden_units={self.hidden_units!r}."
-            )
-        if not 0.0 < self.validation_fraction < 1.0:
+        _check_units("hidden_units", self.hidden_units)
+        if not (isinstance(self.validation_fraction, numbers.Real)
+                and 0.0 < self.validation_fraction < 1.0):
             raise ValueError(
                 "validation_fraction must be in (0, 1), got "
                 f"validation_fraction={self.validation_fraction!r}."
@@ -260,13 +268,29 @@ class SpectralNet(ClusterMixin, BaseEstimator):
             )
         if self.encoder is not None and not hasattr(self.encoder, "predict"):
             raise ValueError(f"encoder must be a Keras model or None, got encoder={self.encoder!r}.")
-        if not self.learning_rate > 0:
-            raise ValueError(f"learning_rate must be > 0, got learning_rate={self.learning_rate!r}.")
+        _check_positive("learning_rate", self.learning_rate)
+        _check_positive("min_lr", self.min_lr)
+        if isinstance(emb, str) and emb == "siamese":
+            _check_units("siamese_hidden_units", self.siamese_hidden_units)
+            _check_int("siamese_n_nbrs", self.siamese_n_nbrs, 1)
+            _check_int("siamese_batch_size", self.siamese_batch_size, 1)
+            _check_int("siamese_max_epochs", self.siamese_max_epochs, 1)
+            _check_positive("siamese_learning_rate", self.siamese_learning_rate)
         n_val = max(1, int(round(self.validation_fraction * n)))
         n_train = n - n_val
         batch_size = self._check_batch("batch_size", self.batch_size, n_train, n)
         ortho = self._check_batch("ortho_batch_size", self.ortho_batch_size, n_train, n)
         ortho = batch_size if self.ortho_batch_size is None else ortho
+        # Fail now, not after Siamese training, if a minibatch (or the
+        # validation hold-out) is too small for the affinity's neighbours.
+        needed = max(self.n_nbrs if self.affinity == "knn" else 0, self.scale_nbr)
+        if min(batch_size, n_val) <= needed:
+            raise ValueError(
+                f"The affinity needs {needed} neighbours per point (n_nbrs={self.n_nbrs}, "
+                f"scale_nbr={self.scale_nbr}) but a minibatch has {batch_size} points and the "
+                f"validation hold-out {n_val} (n_samples={n}, validation_fraction="
+                f"{self.validation_fraction}); lower n_nbrs/scale_nbr or give more data."
+            )
         if self.steps_per_epoch is None:
             steps = max(n_train // batch_size, MIN_STEPS_PER_EPOCH)
         else:
@@ -317,6 +341,11 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         X = check_array(X)
         n = len(X)
         y = self._check_y(y, n)
+        if eigvecs is not None and np.shape(eigvecs) != (n, self.n_clusters):
+            raise ValueError(
+                f"eigvecs must have shape (n_samples, n_clusters) = ({n}, {self.n_clusters}), "
+                f"got eigvecs.shape={np.shape(eigvecs)}."
+            )
         n_val, batch_size, ortho_batch_size, steps = self._resolve_params(n)
         for stale in ("siamese_", "siamese_history_"):  # from an earlier fit
             self.__dict__.pop(stale, None)
@@ -388,8 +417,6 @@ class SpectralNet(ClusterMixin, BaseEstimator):
 
     def _fit_siamese(self, z_train, y_train, seed, checkpointer=None):
         """Train the Siamese net on kNN pairs (plus labeled pairs, if any)."""
-        _check_int("siamese_n_nbrs", self.siamese_n_nbrs, 1)
-        _check_int("siamese_batch_size", self.siamese_batch_size, 1)
         labels = y_train if (y_train >= 0).any() else None
         pairs = make_pairs(z_train, self.siamese_n_nbrs, self.neighbors, seed=seed, labels=labels)
         self.siamese_ = build_siamese(z_train.shape[1], tuple(self.siamese_hidden_units), seed=seed)

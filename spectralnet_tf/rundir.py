@@ -2,11 +2,12 @@
 overwritten silently, and resumable.
 
 A run directory holds ``args.json`` (the command-line arguments), ``.lock``
-(the pid of the process using it), ``checkpoints/`` and, when the run has
+(flock-ed by the process using it, which writes its pid there), ``checkpoints/`` and, when the run has
 finished, ``results.json``.
 """
 
 import contextlib
+import fcntl
 import json
 import os
 
@@ -17,16 +18,6 @@ ARGS, LOCK, RESULTS = "args.json", ".lock", "results.json"
 
 class RunDirectoryError(RuntimeError):
     """The run directory cannot be used as asked."""
-
-
-def _pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @contextlib.contextmanager
@@ -49,8 +40,7 @@ def claim(path, argv=None, resume=False):
             f"--out {path} already exists and is not empty; choose a new directory, or "
             f"continue an interrupted run with --resume {path}.")
     os.makedirs(path, exist_ok=True)
-    lock = os.path.join(path, LOCK)
-    _acquire(lock)
+    lock = _acquire(os.path.join(path, LOCK))
     try:
         if resume:
             with open(os.path.join(path, ARGS)) as f:
@@ -60,26 +50,21 @@ def claim(path, argv=None, resume=False):
                 json.dump(list(argv), f)
         yield argv
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(lock)
+        lock.close()  # releases the flock; the file stays (deleting it would race)
 
 
-def _acquire(lock):
-    for _ in range(2):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            try:
-                with open(lock) as f:
-                    pid = int(f.read().strip() or 0)
-            except (OSError, ValueError):
-                pid = 0
-            if pid and _pid_alive(pid):
-                raise RunDirectoryError(
-                    f"{os.path.dirname(lock)} is in use by process {pid} ({lock}).") from None
-            os.remove(lock)  # stale: its process is gone
-            continue
-        with os.fdopen(fd, "w") as f:
-            f.write(str(os.getpid()))
-        return
-    raise RunDirectoryError(f"could not lock {lock}")
+def _acquire(path):
+    """Open and flock ``path``; the pid written into it is for people only."""
+    lock = open(path, "a+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        owner = lock.read().strip() or "another process"
+        lock.close()
+        raise RunDirectoryError(f"{os.path.dirname(path)} is in use by process {owner} ({path}).") from None
+    lock.seek(0)
+    lock.truncate()
+    lock.write(str(os.getpid()))
+    lock.flush()
+    return lock

@@ -27,6 +27,11 @@ def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None):
     and a negative pair with a random point of another label (paper Sec. 5.3).
     """
     n = len(x)
+    if not 1 <= n_nbrs <= n - 2:
+        raise ValueError(
+            f"n_nbrs must be in [1, n_samples - 2] = [1, {n - 2}] so that non-neighbours "
+            f"exist for the negative pairs, got n_nbrs={n_nbrs}."
+        )
     backend = make_neighbors(neighbors, n_samples=n, random_state=seed)
     _, nbrs = backend.kneighbors(x, n_nbrs)
     first = np.repeat(np.arange(n), n_nbrs)
@@ -100,8 +105,10 @@ def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience
     schedule = PlateauSchedule(optimizer, patience=patience, min_lr=min_lr)
 
     def pair_loss(i, j, pos):
-        return contrastive_loss(net(tf.gather(x_all, i), training=True),
-                                net(tf.gather(x_all, j), training=True), pos)
+        # One forward pass over both sides of the pairs.
+        z = net(tf.gather(x_all, tf.concat([i, j], axis=0)), training=True)
+        z1, z2 = tf.split(z, 2)
+        return contrastive_loss(z1, z2, pos)
 
     @tf.function
     def run_epoch():

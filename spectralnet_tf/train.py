@@ -170,6 +170,7 @@ def train_spectralnet(
     y_train = unlabeled(len(x_train)) if y_train is None else np.asarray(y_train, np.int64)
     y_val = unlabeled(len(x_val)) if y_val is None else np.asarray(y_val, np.int64)
     y_tr = tf.constant(y_train)
+    semi_supervised = bool((y_train >= 0).any())  # decided once, at trace time
     generator = tf.random.Generator.from_seed(seed)
     optimizer = keras.optimizers.RMSprop(learning_rate)
     optimizer.build(model.trainable_variables)
@@ -187,7 +188,9 @@ def train_spectralnet(
             # Orthonorm kernel is non-trainable, so it is a constant here.
             rows = sample_rows(generator, n, batch_size)
             x_batch = tf.gather(x_tr, rows)
-            w = apply_labels(affinity.kernel_matrix(tf.gather(z_tr, rows)), tf.gather(y_tr, rows))
+            w = affinity.kernel_matrix(tf.gather(z_tr, rows))
+            if semi_supervised:
+                w = apply_labels(w, tf.gather(y_tr, rows))
             with tf.GradientTape(persistent=True) as tape:
                 y = model(x_batch, training=True)
                 loss = spectral_loss(w, y, laplacian)

@@ -80,6 +80,11 @@ def _x(n=200, d=2):
         (_x(), dict(gradient="exact"), r"gradient='exact'"),
         (_x(), dict(validation_fraction=1.5), r"validation_fraction=1.5"),
         (_x(), dict(hidden_units=(10, -1)), r"hidden_units=\(10, -1\)"),
+        (_x(), dict(learning_rate=None), r"learning_rate=None"),
+        (_x(), dict(validation_fraction="0.1"), r"validation_fraction='0.1'"),
+        (_x(60), {}, r"needs 10 neighbours.*n_nbrs=10.*validation hold-out 6"),
+        (_x(), dict(affinity_embedding="siamese", siamese_hidden_units=()),
+         r"siamese_hidden_units=\(\)"),
     ],
 )
 def test_bad_input_gets_a_clear_value_error(X, kwargs, match):
@@ -101,6 +106,11 @@ def test_predict_with_a_different_feature_count_is_refused(cc_fit):
         net.predict(_x(d=3))
     with pytest.raises(ValueError, match=r"X has 3 features"):
         net.transform(_x(d=3))
+
+
+def test_eigvecs_of_the_wrong_shape_are_refused_before_training():
+    with pytest.raises(ValueError, match=r"eigvecs.shape=\(200, 3\)"):
+        SpectralNet(2).fit(_x(), eigvecs=np.zeros((200, 3)))
 
 
 def test_bad_semi_supervised_labels_are_named():

@@ -22,14 +22,14 @@ def test_new_run_refuses_a_non_empty_directory(tmp_path):
             pass
 
 
-def test_a_directory_in_use_is_refused_and_a_stale_lock_is_taken_over(tmp_path):
+def test_a_directory_in_use_is_refused_and_a_dead_owners_lock_is_not(tmp_path):
     path = str(tmp_path / "run")
     with rundir.claim(path, ["--dset", "cc"]):
         with pytest.raises(rundir.RunDirectoryError, match="in use by process"):
             with rundir.claim(path, None, resume=True):
                 pass
     with open(os.path.join(path, rundir.LOCK), "w") as f:
-        f.write("999999999")  # no such process
+        f.write("999999999")  # left by a process that died: its flock is gone
     with rundir.claim(path, None, resume=True) as argv:
         assert argv == ["--dset", "cc"]
 

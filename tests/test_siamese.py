@@ -50,3 +50,11 @@ def test_labeled_points_add_same_and_other_label_pairs():
     assert len(f) == 9  # 5 negatives; positives for the 4 points whose label has a partner
     assert np.all((labels[f] == labels[s]) == (p == 1))
     assert np.all(labels[s] >= 0) and np.all(f != s)
+
+
+def test_too_many_neighbours_for_negative_pairs_is_refused():
+    import pytest
+
+    x, _ = _blobs()
+    with pytest.raises(ValueError, match="n_nbrs=299"):
+        make_pairs(x[:300], n_nbrs=299, neighbors="exact")
