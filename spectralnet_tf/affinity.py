@@ -77,7 +77,7 @@ class GaussianAffinity:
         self.n_scale_batches = n_scale_batches
 
     # -- parameters --------------------------------------------------------
-    def _n_sorted(self):
+    def n_neighbors_needed(self):
         """How many neighbours (besides self) a batch must sort."""
         return self.scale_nbr
 
@@ -88,9 +88,9 @@ class GaussianAffinity:
             raise ValueError(
                 f"scale_nbr must be an integer >= 1, got scale_nbr={self.scale_nbr!r}."
             )
-        if self._n_sorted() >= batch_size:
+        if self.n_neighbors_needed() >= batch_size:
             raise ValueError(
-                f"The affinity needs {self._n_sorted()} neighbours per point but a "
+                f"The affinity needs {self.n_neighbors_needed()} neighbours per point but a "
                 f"minibatch has only {batch_size} points (batch_size={batch_size})."
             )
 
@@ -139,7 +139,7 @@ class GaussianAffinity:
         """W of a minibatch from already-embedded points z (training uses this
         with ``embed_all`` computed once, not the embedding at every step)."""
         d2 = pairwise_sq_dists(z)
-        nbr_d2 = sorted_sq_dists(d2, self._n_sorted())
+        nbr_d2 = sorted_sq_dists(d2, self.n_neighbors_needed())
         s = self._scales(nbr_d2)
         w = gaussian_kernel(d2, s, tf.transpose(s)) * self._mask(d2, nbr_d2)
         return 0.5 * (w + tf.transpose(w))
@@ -184,7 +184,7 @@ class GaussianKNNAffinity(GaussianAffinity):
         super().__init__(scale_nbr, scale, embedding, n_scale_batches)
         self.n_nbrs = n_nbrs
 
-    def _n_sorted(self):
+    def n_neighbors_needed(self):
         return max(self.n_nbrs, self.scale_nbr)
 
     def _check_params(self, batch_size):
@@ -201,7 +201,7 @@ class GaussianKNNAffinity(GaussianAffinity):
         """Sparse (n, n) scipy W over all of x, from a neighbour backend."""
         z = self.embed_all(x)
         backend = make_neighbors(neighbors or "auto", n_samples=len(z))
-        dist, idx = backend.kneighbors(z, self._n_sorted())
+        dist, idx = backend.kneighbors(z, self.n_neighbors_needed())
         n = len(z)
         if self.scale == "global":
             s = np.full(n, self.scale_, dtype=np.float64)

@@ -283,7 +283,7 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         ortho = batch_size if self.ortho_batch_size is None else ortho
         # Fail now, not after Siamese training, if a minibatch (or the
         # validation hold-out) is too small for the affinity's neighbours.
-        needed = max(self.n_nbrs if self.affinity == "knn" else 0, self.scale_nbr)
+        needed = self._make_affinity().n_neighbors_needed()
         if min(batch_size, n_val) <= needed:
             raise ValueError(
                 f"The affinity needs {needed} neighbours per point (n_nbrs={self.n_nbrs}, "
