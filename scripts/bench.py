@@ -6,6 +6,8 @@ the date and the command.
     python scripts/bench.py step              # one spectral step at batch 1024 vs the FLOP floor
     python scripts/bench.py run -- --dset mnist   # scripts/run.py phases, wall time, peak RSS
     python scripts/bench.py serve --model export/mnist/1   # SavedModel throughput
+    python scripts/bench.py reuters-scale     # run.py --dset reuters peak RSS as n grows
+    python scripts/bench.py profile           # where a spectral step's time goes; float32 vs bf16
 """
 
 import argparse
@@ -13,6 +15,7 @@ import datetime
 import os
 import platform
 import resource
+import shutil
 import sys
 import time
 
@@ -88,6 +91,74 @@ def bench_step(args, command):
              f"{step_ms / floor_ms:.2f}×"]], command)
 
 
+def _timed(fn, repeats):
+    """ms per call of a compiled ``fn`` (after one warm-up call)."""
+    fn()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        out = fn()
+    tf.nest.map_structure(lambda t: t.numpy(), out)
+    return 1000 * (time.perf_counter() - start) / repeats
+
+
+def bench_profile(args, command):
+    """Each part of one SpectralNet iteration at batch 1024 (10-1024-1024-512-10),
+    compiled and timed alone, for a float32 and a bfloat16 network body."""
+    import keras
+
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.losses import spectral_loss
+    from spectralnet_tf.networks import build_spectralnet
+    from spectralnet_tf.orthonorm import tangent_projection
+
+    m, repeats = 1024, args.steps
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.normal(size=(m, 10)).astype(np.float32))
+    aff = GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local").fit(x.numpy(), m)
+    rows = []
+    for policy in ("float32", "mixed_bfloat16"):
+        keras.mixed_precision.set_global_policy(policy)
+        model, body = build_spectralnet(10, 10, (1024, 1024, 512), seed=0)
+        orthonorm = model.layers[-1]
+        optimizer = keras.optimizers.RMSprop(1e-3)
+        optimizer.build(model.trainable_variables)
+
+        @tf.function
+        def ortho():
+            return orthonorm.orthogonalize(tf.cast(body(x, training=False), tf.float32))
+
+        @tf.function
+        def affinity():
+            return aff.kernel_matrix(x)
+
+        w = affinity()
+
+        @tf.function
+        def gradient():
+            with tf.GradientTape(persistent=True) as tape:
+                y = tf.cast(model(x, training=True), tf.float32)
+                loss = spectral_loss(w, y)
+            grad_y = tangent_projection(y, tape.gradient(loss, y))
+            grads = tape.gradient(y, model.trainable_variables, output_gradients=grad_y)
+            del tape
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        @tf.function
+        def step():
+            ortho()
+            tf.identity(affinity())
+            return gradient()
+
+        parts = {name: _timed(fn, repeats) for name, fn in
+                 (("ortho step", ortho), ("affinity", affinity), ("gradient step", gradient),
+                  ("whole iteration", step))}
+        rows += [[policy, name, f"{ms:.1f}"] for name, ms in parts.items()]
+    keras.mixed_precision.set_global_policy("float32")
+    append("Where a spectral iteration's time goes (batch 1024, 10-1024-1024-512-10)",
+           ["network dtype policy", "part (compiled alone)", "ms"], rows, command)
+
+
 def bench_matmul(args, command):
     rows = [[name, f"{matmul_rate(dtype=dt):.0f}"] for name, dt in
             (("float32", tf.float32), ("bfloat16", tf.bfloat16))]
@@ -136,19 +207,83 @@ def bench_serve(args, command):
             "points/s at matmul rate", "of that"], rows, command)
 
 
+def write_synthetic_reuters(path, n, n_words=2000, seed=0, chunk=10000):
+    """An HDF5 file in the layout of scripts/make_reuters.py: n documents of
+    four topics, each a draw of 80 words from its topic's distribution (a
+    Dirichlet over the vocabulary, concentrated on 300 words), as l2-normalized
+    log-counts. Written a chunk at a time."""
+    import h5py
+
+    rng = np.random.default_rng(seed)
+    topics = np.full((4, n_words), 0.01)
+    for t in range(4):
+        topics[t, rng.choice(n_words, 300, replace=False)] += 1.0
+    topics = np.stack([rng.dirichlet(a) for a in topics])
+    with h5py.File(path, "w") as h5:
+        data = h5.create_dataset("data", (n, n_words), "float32", chunks=(min(chunk, n), n_words))
+        labels = rng.integers(0, 4, n)
+        for start in range(0, n, chunk):
+            lab = labels[start:start + chunk]
+            counts = np.stack([rng.multinomial(80, topics[t]) for t in lab]).astype(np.float32)
+            rows = np.log1p(counts)
+            data[start:start + chunk] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        h5.create_dataset("labels", data=labels.astype(np.int64))
+
+
+def bench_reuters_scale(args, command):
+    import json
+    import subprocess
+    import tempfile
+
+    root = os.path.dirname(HERE)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        ae = os.path.join(tmp, "ae.h5")
+        for n in args.sizes:
+            data_dir = os.path.join(tmp, f"n{n}")
+            os.makedirs(data_dir)
+            write_synthetic_reuters(os.path.join(data_dir, "reuters.h5"), n)
+            if not os.path.exists(ae):  # one autoencoder (10,000 documents) for every size
+                subprocess.run([sys.executable, os.path.join(HERE, "pretrain_ae.py"), "--dset",
+                                "reuters", "--data-dir", data_dir, "--epochs", "5", "--out", ae,
+                                "--checkpoint-dir", os.path.join(tmp, "ae_ckpt"), "--quiet"],
+                               check=True, env=env)
+            out = os.path.join(tmp, f"run{n}")
+            subprocess.run([sys.executable, os.path.join(HERE, "run.py"), "--dset", "reuters",
+                            "--data-dir", data_dir, "--ae-weights", ae, "--out", out,
+                            "--epochs", str(args.epochs), "--siamese-epochs", str(args.epochs),
+                            "--no-exact", "--no-plots", "--quiet"], check=True, env=env, cwd=root)
+            with open(os.path.join(out, "results.json")) as f:
+                r = json.load(f)
+            s = r["seconds"]
+            rows.append([f"{n:,}", f"{n * 2000 * 4 / 2**30:.2f}", f"{r['peak_rss_gib']:.2f}",
+                         f"{r['acc']:.4f}", f"{s['total']:.0f}",
+                         ", ".join(f"{k} {v:.0f}s" for k, v in s.items() if k != "total")])
+            shutil.rmtree(data_dir)
+    append(f"run.py --dset reuters on synthetic documents ({args.epochs} Siamese and "
+           "SpectralNet epochs), peak RSS as n grows",
+           ["documents", "float32 matrix GiB (on disk)", "peak RSS GiB", "ACC", "total s",
+            "phases"], rows, command)
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=["matmul", "step", "run", "serve"])
-    p.add_argument("--steps", type=int, default=40, help="steps per timed epoch (step)")
+    p.add_argument("what", choices=["matmul", "step", "run", "serve", "reuters-scale", "profile"])
+    p.add_argument("--sizes", type=int, nargs="+", default=[25000, 50000, 100000, 200000],
+                   help="documents per synthetic corpus (reuters-scale)")
+    p.add_argument("--epochs", type=int, default=2, help="training epochs (reuters-scale)")
+    p.add_argument("--steps", type=int, default=40,
+                   help="steps per timed epoch (step), calls per timed part (profile)")
     p.add_argument("--model", help="SavedModel version directory (serve)")
     own, rest = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     args = p.parse_args(own)
     args.rest = rest  # run.py arguments, after --
     command = "python scripts/bench.py " + " ".join(argv)
-    {"matmul": bench_matmul, "step": bench_step, "run": bench_run, "serve": bench_serve}[args.what](
-        args, command)
+    {"matmul": bench_matmul, "step": bench_step, "run": bench_run, "serve": bench_serve,
+     "reuters-scale": bench_reuters_scale, "profile": bench_profile}[args.what](args, command)
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
 
 

@@ -1,9 +1,15 @@
 #!/usr/bin/env python
-"""Train the VaDE-architecture autoencoder (784-500-500-2000-10) on MNIST and write
-its weights in the Keras 1 HDF5 layout, plus a provenance JSON beside them.
+"""Train the VaDE-architecture autoencoder and write its weights in the Keras 1
+HDF5 layout, plus a provenance JSON beside them.
 
-    python scripts/pretrain_ae.py                   # all 70k -> pretrained_ae/ae_mnist_weights.h5
+    python scripts/pretrain_ae.py                   # MNIST, all 70k -> pretrained_ae/ae_mnist_weights.h5
     python scripts/pretrain_ae.py --split train     # first 60k only -> ae_mnist_train60k_weights.h5
+    python scripts/pretrain_ae.py --dset reuters    # 2000-500-500-2000-10, linear output,
+                                                    # a random 10,000 documents (paper Sec. 5.2)
+
+Every epoch is checkpointed into --checkpoint-dir; after a kill,
+``--resume`` continues from the last one (same weights, optimizer state and
+shuffling). The checkpoints are removed once the weights are written.
 """
 
 import argparse
@@ -11,8 +17,8 @@ import datetime
 import hashlib
 import json
 import os
+import shutil
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -22,75 +28,131 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from spectralnet_tf.atomic import atomic_file  # noqa: E402
-from spectralnet_tf.autoencoder import build_autoencoder, save_ae_weights  # noqa: E402
+from spectralnet_tf.autoencoder import (build_autoencoder, save_ae_weights,  # noqa: E402
+                                        train_autoencoder)
 from spectralnet_tf.centroids import fit_centroids  # noqa: E402
-from spectralnet_tf.datasets import DATA_DIR_ENV, MNIST_N_TRAIN, mnist  # noqa: E402
+from spectralnet_tf.checkpoint import Checkpointer  # noqa: E402
+from spectralnet_tf.datasets import DATA_DIR_ENV, MNIST_N_TRAIN, mnist, reuters  # noqa: E402
 from spectralnet_tf.metrics import acc, nmi  # noqa: E402
+from spectralnet_tf.streaming import Rows  # noqa: E402
 
+OUT_DIR = os.path.join(ROOT, "pretrained_ae")
 DEFAULT_OUT = {
-    "all": os.path.join(ROOT, "pretrained_ae", "ae_mnist_weights.h5"),
-    "train": os.path.join(ROOT, "pretrained_ae", "ae_mnist_train60k_weights.h5"),
+    ("mnist", "all"): "ae_mnist_weights.h5",
+    ("mnist", "train"): "ae_mnist_train60k_weights.h5",
+    ("reuters", "all"): "ae_reuters_weights.h5",
 }
+#: Decoder output: pixels in [0, 1] (sigmoid); tf-idf values (linear).
+OUTPUT_ACTIVATION = {"mnist": "sigmoid", "reuters": None}
+#: Points trained on by default (None: all); the paper's Reuters AE used 10,000.
+DEFAULT_SUBSET = {"mnist": None, "reuters": 10000}
 
 
 def sha256(path):
+    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dset", choices=["mnist", "reuters"], default="mnist")
     p.add_argument("--split", choices=["all", "train"], default="all",
-                   help="all 70k, or the 60k training split only (for --split runs)")
+                   help="MNIST: all 70k, or the 60k training split only (for --split runs)")
+    p.add_argument("--subset", type=int,
+                   help="train on this many random points (default: all for MNIST, "
+                        "10000 for Reuters)")
     p.add_argument("--epochs", type=int, default=50)
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data-dir", help=f"folder with mnist.npz (default: ${DATA_DIR_ENV})")
-    p.add_argument("--out", help="weight file (default: pretrained_ae/ae_mnist[_train60k]_weights.h5)")
+    p.add_argument("--data-dir", help=f"folder with mnist.npz / reuters.h5 (default: ${DATA_DIR_ENV})")
+    p.add_argument("--out", help="weight file (default: pretrained_ae/ae_<dset>[_train60k]_weights.h5)")
+    p.add_argument("--checkpoint-dir", help="per-epoch checkpoints (default: runs/pretrain_ae/<out name>)")
+    p.add_argument("--resume", action="store_true", help="continue from --checkpoint-dir")
     p.add_argument("--limit", type=int, help="use only the first N points (for tests)")
-    return p.parse_args(argv)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+    if args.dset == "reuters" and args.split != "all":
+        p.error(f"--split {args.split} is for MNIST; Reuters trains on a random --subset.")
+    for name in ("subset", "epochs", "batch_size", "limit"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            p.error(f"--{name.replace('_', '-')} must be >= 1, got {value}.")
+    return args
+
+
+def load_data(args):
+    """(x, y, description, data file) for the points the autoencoder trains on."""
+    if args.dset == "mnist":
+        x, y = mnist(data_dir=args.data_dir)
+        if args.split == "train":
+            x, y = x[:MNIST_N_TRAIN], y[:MNIST_N_TRAIN]
+        split = "first 60,000 (training split)" if args.split == "train" else "all 70,000"
+        path = os.path.join(args.data_dir or os.environ.get(DATA_DIR_ENV, ""), "mnist.npz")
+    else:
+        x, y = reuters(data_dir=args.data_dir)
+        split = f"all {len(y):,}"
+        path = x.file.filename
+    if args.limit:
+        x, y = x[: args.limit], y[: args.limit]
+        split = f"first {len(y):,}"
+    subset = args.subset if args.subset is not None else DEFAULT_SUBSET[args.dset]
+    if subset is not None and subset < len(y):
+        keep = np.sort(np.random.default_rng(args.seed).choice(len(y), subset, replace=False))
+        x = Rows(x, keep)[:] if not isinstance(x, np.ndarray) else x[keep]
+        y = y[keep]
+        split = f"random {subset:,} of {split} (seed {args.seed})"
+    return np.asarray(x, dtype=np.float32), y, split, path
 
 
 def main(argv=None):
     args = parse_args(argv)
-    out = args.out or DEFAULT_OUT[args.split]
+    out = args.out or os.path.join(OUT_DIR, DEFAULT_OUT[(args.dset, args.split)])
+    ckpt_dir = args.checkpoint_dir or os.path.join(
+        ROOT, "runs", "pretrain_ae", os.path.splitext(os.path.basename(out))[0])
+    checkpointer = Checkpointer(ckpt_dir)
+    if checkpointer.latest() is not None and not args.resume:
+        raise SystemExit(
+            f"pretrain_ae.py: {ckpt_dir} holds checkpoints of an earlier run; pass --resume "
+            "to continue it, or remove the folder to start over."
+        )
+    if args.resume and checkpointer.latest() is None:
+        raise SystemExit(f"pretrain_ae.py: --resume, but {ckpt_dir} holds no checkpoint.")
     keras.utils.set_random_seed(args.seed)
-    x, y = mnist(data_dir=args.data_dir)
-    if args.split == "train":
-        x, y = x[:MNIST_N_TRAIN], y[:MNIST_N_TRAIN]
-    if args.limit:
-        x, y = x[: args.limit], y[: args.limit]
-    autoencoder, encoder = build_autoencoder(seed=args.seed)
-    autoencoder.compile(optimizer=keras.optimizers.Adam(args.lr), loss="mse")
-    start = time.perf_counter()
-    history = autoencoder.fit(x, x, batch_size=args.batch_size, epochs=args.epochs,
-                              shuffle=True, verbose=2)
-    seconds = time.perf_counter() - start
+    x, y, split, data_file = load_data(args)
+    autoencoder, encoder = build_autoencoder(
+        x.shape[1], output_activation=OUTPUT_ACTIVATION[args.dset], seed=args.seed)
+    history = train_autoencoder(
+        autoencoder, x, epochs=args.epochs, batch_size=args.batch_size,
+        learning_rate=args.lr, seed=args.seed, verbose=0 if args.quiet else 1,
+        checkpointer=checkpointer)
     save_ae_weights(autoencoder, out)
 
     codes = encoder.predict(x, batch_size=4096, verbose=0)
-    centers = fit_centroids(codes, 10, args.seed)
+    k = int(y.max()) + 1
+    centers = fit_centroids(codes, k, args.seed)
     labels = np.argmin(((codes[:, None] - centers[None]) ** 2).sum(-1), axis=1)
-    data_dir = args.data_dir or os.environ.get(DATA_DIR_ENV, "")
-    npz = os.path.join(data_dir, "mnist.npz")
     provenance = {
         "weights": os.path.basename(out),
-        "data": {"file": "mnist.npz", "points": int(len(x)),
-                 "split": "first 60,000 (training split)" if args.split == "train" else "all 70,000",
-                 "sha256": sha256(npz) if os.path.exists(npz) else None},
-        "architecture": "784-500-500-2000-10 ReLU, linear code, mirrored decoder, sigmoid output",
+        "data": {"file": os.path.basename(data_file), "points": int(len(x)), "split": split,
+                 "sha256": sha256(data_file) if os.path.exists(data_file) else None},
+        "architecture": "-".join(str(d) for d in (x.shape[1], 500, 500, 2000, 10))
+        + f" ReLU, linear code, mirrored decoder, {OUTPUT_ACTIVATION[args.dset] or 'linear'} output",
         "loss": "mse", "optimizer": f"Adam(lr={args.lr})", "batch_size": args.batch_size,
-        "epochs": args.epochs, "seed": args.seed,
-        "final_loss": float(history.history["loss"][-1]),
+        "epochs": len(history["loss"]), "seed": args.seed,
+        "final_loss": float(history["loss"][-1]),
         "kmeans_on_code": {"acc": acc(y, labels), "nmi": nmi(y, labels)},
-        "train_seconds": round(seconds, 1),
+        "train_seconds": round(history["seconds"], 1),
         "command": "python scripts/pretrain_ae.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "date": datetime.date.today().isoformat(),
     }
     with atomic_file(os.path.splitext(out)[0] + ".json") as f:
         json.dump(provenance, f, indent=2)
+    shutil.rmtree(ckpt_dir, ignore_errors=True)  # the weights file is the result now
     print(json.dumps(provenance, indent=2))
     return provenance
 

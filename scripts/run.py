@@ -26,12 +26,18 @@ from spectralnet_tf import rundir  # noqa: E402
 from spectralnet_tf.atomic import atomic_file  # noqa: E402
 from spectralnet_tf.autoencoder import load_encoder  # noqa: E402
 from spectralnet_tf.datasets import DATASETS, MNIST_N_TRAIN, load_dataset  # noqa: E402
+from spectralnet_tf.streaming import Rows, is_lazy, map_batches  # noqa: E402
 from spectralnet_tf.spectral import (DENSE_MAX_N, laplacian_matrix,  # noqa: E402
                                      smallest_eigenvectors, spectral_clustering)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AE_ALL = os.path.join(ROOT, "pretrained_ae", "ae_mnist_weights.h5")
 AE_TRAIN60K = os.path.join(ROOT, "pretrained_ae", "ae_mnist_train60k_weights.h5")
+AE_REUTERS = os.path.join(ROOT, "pretrained_ae", "ae_reuters_weights.h5")
+#: Data sets with an autoencoder code space (run in it by default).
+CODE_SPACE = ("mnist", "reuters")
+#: Reuters --split: the fraction held out at random (paper Sec. 5.2).
+REUTERS_TEST_FRACTION = 0.1
 
 
 def parse_args(argv=None):
@@ -60,16 +66,21 @@ def parse_args(argv=None):
     hp.add_argument("--epochs", type=int, dest="max_epochs", help="maximum epochs")
     hp.add_argument("--steps-per-epoch", type=int)
     hp.add_argument("--gradient", choices=["projected", "plain"])
-    mn = p.add_argument_group("MNIST (paper Table 1)")
-    mn.add_argument("--data-dir", help="folder with mnist.npz (default: $SPECTRALNET_DATA_DIR)")
+    hp.add_argument("--siamese-epochs", type=int, dest="siamese_max_epochs",
+                    help="maximum epochs of the Siamese net")
+    mn = p.add_argument_group("MNIST and Reuters (paper Table 1)")
+    mn.add_argument("--data-dir", help="folder with mnist.npz or reuters.h5 "
+                    "(default: $SPECTRALNET_DATA_DIR)")
     mn.add_argument("--space", choices=["input", "code"],
                     help="cluster raw pixels or autoencoder codes (default: code)")
-    mn.add_argument("--affinity", choices=["siamese", "euclidean"],
+    mn.add_argument("--affinity", choices=["siamese", "euclidean"], dest="distance",
                     help="distance in the affinity (default: siamese)")
     mn.add_argument("--ae-weights", help="autoencoder weight file (default: "
-                    "pretrained_ae/ae_mnist_weights.h5, or the 60k variant with --split)")
+                    "pretrained_ae/ae_mnist_weights.h5, or the 60k variant with --split; "
+                    "pretrained_ae/ae_reuters_weights.h5)")
     mn.add_argument("--split", action="store_true",
-                    help="train on the 60k training split; report test_acc/test_nmi on the 10k")
+                    help="MNIST: train on the 60k training split, report test_acc/test_nmi on "
+                         "the 10k; Reuters: the same with a random 10%% held out")
     mn.add_argument("--grassmann", action="store_true",
                     help="Grassmann distance to the true eigenvectors of the full-data "
                          "Laplacian (sparse kNN graph, scipy eigensolver)")
@@ -91,11 +102,31 @@ def build_config(args):
         config["hidden_units"] = tuple(int(u) for u in args.hidden.split(","))
     for key in ("affinity", "n_nbrs", "scale_nbr", "scale", "laplacian", "batch_size",
                 "ortho_batch_size", "learning_rate", "patience", "max_epochs",
-                "steps_per_epoch", "gradient"):
+                "steps_per_epoch", "gradient", "siamese_max_epochs"):
         value = getattr(args, key)
         if value is not None:
             config[key] = value
     return config
+
+
+def split(args, x, y):
+    """``x, y, x_test, y_test``: all data, or the training part and the held-out
+    part for ``--split`` (MNIST: 60k/10k; Reuters: a random 10% held out)."""
+    if not args.split:
+        return x, y, None, None
+    if args.dset == "mnist":
+        return x[:MNIST_N_TRAIN], y[:MNIST_N_TRAIN], x[MNIST_N_TRAIN:], y[MNIST_N_TRAIN:]
+    if args.dset == "reuters":
+        held_out = np.random.default_rng(args.seed).uniform(size=len(y)) < REUTERS_TEST_FRACTION
+        train, test = np.flatnonzero(~held_out), np.flatnonzero(held_out)
+        return Rows(x, train), y[train], Rows(x, test), y[test]
+    raise SystemExit("--split is defined for --dset mnist (60k/10k) and reuters (90%/10%).")
+
+
+def default_ae(args):
+    if args.dset == "reuters":
+        return AE_REUTERS
+    return AE_TRAIN60K if args.split else AE_ALL
 
 
 def main(argv=None):
@@ -128,37 +159,45 @@ def run(args, out, resume=False):
         print(f"[{name}] {seconds[name]:.1f}s", flush=True)
 
     t = time.perf_counter()
-    extra = {"data_dir": args.data_dir} if args.dset == "mnist" else {}
+    extra = {"data_dir": args.data_dir} if args.dset in CODE_SPACE else {}
     x, y, k = load_dataset(args.dset, seed=args.seed, **extra)
-    x_test = y_test = None
-    if args.split:
-        if args.dset != "mnist":
-            raise SystemExit("--split is only defined for --dset mnist (60k/10k split).")
-        x, x_test, y, y_test = x[:MNIST_N_TRAIN], x[MNIST_N_TRAIN:], y[:MNIST_N_TRAIN], y[MNIST_N_TRAIN:]
+    x, y, x_test, y_test = split(args, x, y)
+    space = args.space or ("code" if args.dset in CODE_SPACE else "input")
+    if space == "input" and is_lazy(x):
+        x = map_batches(None, x)  # SpectralNet trains on the raw rows: in memory
     phase("data", t)
 
     config = build_config(args)
-    space = args.space or ("code" if args.dset == "mnist" else "input")
-    if args.affinity is not None:
-        config["affinity_embedding"] = "siamese" if args.affinity == "siamese" else None
+    if args.distance is not None:
+        config["affinity_embedding"] = "siamese" if args.distance == "siamese" else None
     if space == "code":
-        if args.dset != "mnist":
-            raise SystemExit("--space code needs an autoencoder; only --dset mnist has one.")
-        args.encoder_file = args.ae_weights or (AE_TRAIN60K if args.split else AE_ALL)
-        config["encoder"] = load_encoder(args.encoder_file)
+        if args.dset not in CODE_SPACE:
+            raise SystemExit(f"--space code needs an autoencoder; only {', '.join(CODE_SPACE)} have one.")
+        args.encoder_file = args.ae_weights or default_ae(args)
+        try:
+            config["encoder"] = load_encoder(args.encoder_file)
+        except FileNotFoundError as err:
+            raise SystemExit(
+                f"run.py: {err} For Reuters, train one with scripts/pretrain_ae.py --dset "
+                "reuters, or pass --ae-weights with VaDE's ae_reuters10k weights."
+            ) from None
     net = SpectralNet(k, random_state=args.seed, verbose=0 if args.quiet else 1,
                       checkpoint_dir=os.path.join(out, "checkpoints"), **config)
     results = {"dataset": args.dset, "n": int(len(x)), "n_clusters": k, "space": space,
                "affinity": "siamese" if net.affinity_embedding == "siamese" else "euclidean"}
 
+    # The points in the space SpectralNet clusters: the rows, or their codes.
+    t = time.perf_counter()
+    z = x if net.encoder is None else map_batches(net.encoder, x)
+    phase("encode", t)
     eigvecs = exact_labels = None
     if not args.no_exact and len(x) <= DENSE_MAX_N:
         t = time.perf_counter()
         # Same affinity construction as the net's, applied to all n points.
         _, batch_size, _, _ = net._resolve_params(len(x))
-        reference = net._make_affinity().fit(x, batch_size, seed=args.seed)
+        reference = net._make_affinity().fit(z, batch_size, seed=args.seed)
         exact_labels, eigvecs = spectral_clustering(
-            x, k, reference, net.laplacian, random_state=args.seed
+            z, k, reference, net.laplacian, random_state=args.seed
         )
         results.update(exact_acc=acc(y, exact_labels), exact_nmi=nmi(y, exact_labels))
         phase("exact", t)
@@ -179,10 +218,9 @@ def run(args, out, resume=False):
     if x_test is not None:
         t = time.perf_counter()
         test_labels = net.predict(x_test)
-        results.update(test_acc=acc(y_test, test_labels), test_nmi=nmi(y_test, test_labels))
+        results.update(n_test=int(len(y_test)), test_acc=acc(y_test, test_labels),
+                       test_nmi=nmi(y_test, test_labels))
         phase("test", t)
-    # The points in the space SpectralNet clusters: pixels, or codes.
-    z = x if net.encoder is None else net.encoder.predict(x, batch_size=4096, verbose=0)
     if args.grassmann and eigvecs is None:
         t = time.perf_counter()
         _, eigvecs = smallest_eigenvectors(
@@ -204,10 +242,10 @@ def run(args, out, resume=False):
         if exact_labels is not None:
             panels["spectral clustering"] = exact_labels
         panels["k-means"] = km_labels
-        x_plot = x
+        x_plot = z if is_lazy(x) else x
         if len(x) > 10000:  # a readable scatter of MNIST-sized data
             keep = np.random.default_rng(0).choice(len(x), 10000, replace=False)
-            x_plot, panels = x[keep], {key: v[keep] for key, v in panels.items()}
+            x_plot, panels = x_plot[keep], {key: v[keep] for key, v in panels.items()}
         plots.plot_clusters(os.path.join(out, "clusters.png"), x_plot, panels)
         if eigvecs is not None:
             plots.plot_eigenvectors(os.path.join(out, "eigenvectors.png"), net.embedding_, eigvecs)

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 import tensorflow as tf
 
 from .neighbors import make_neighbors
+from .streaming import map_batches
 
 SCALES = ("global", "local")
 
@@ -42,18 +43,6 @@ def sorted_sq_dists(d2, n):
 def gaussian_kernel(d2, s_row, s_col):
     """``exp(-d2 / (2 s_row s_col))``; d2 broadcast against the scales."""
     return tf.exp(-d2 / (2.0 * s_row * s_col))
-
-
-def embed_in_batches(embedding, x, batch_size=4096):
-    """Apply ``embedding`` (or nothing) to x in chunks; returns float32 numpy."""
-    x = np.asarray(x, dtype=np.float32)
-    if embedding is None:
-        return x
-    parts = [
-        np.asarray(embedding(x[i : i + batch_size]))
-        for i in range(0, len(x), batch_size)
-    ]
-    return np.concatenate(parts).astype(np.float32)
 
 
 class GaussianAffinity:
@@ -133,7 +122,7 @@ class GaussianAffinity:
 
     def embed_all(self, x):
         """The embedding of every row of x, once (numpy float32)."""
-        return embed_in_batches(self.embedding, x)
+        return map_batches(self.embedding, x)
 
     def kernel_matrix(self, z):
         """W of a minibatch from already-embedded points z (training uses this

@@ -14,6 +14,9 @@ import os
 import h5py
 import keras
 import numpy as np
+import tensorflow as tf
+
+from .train import PlateauSchedule, run_epochs
 
 ENCODER_NAMES = ("encoder1", "encoder2", "encoder3", "encoder4")
 DECODER_NAMES = ("decoder1", "decoder2", "decoder3", "decoder4")
@@ -127,9 +130,66 @@ def load_ae_weights(autoencoder, path):
     return autoencoder
 
 
-def load_encoder(path, input_dim=784, hidden=(500, 500, 2000), code_dim=10,
-                 output_activation="sigmoid"):
-    """Build the autoencoder, load ``path`` and return its encoder."""
-    autoencoder, encoder = build_autoencoder(input_dim, hidden, code_dim, output_activation)
+def architecture(weights):
+    """``input_dim, hidden, code_dim`` of an autoencoder from its (kernel, bias) list."""
+    kernels = [k for k, _ in weights]
+    return kernels[0].shape[0], tuple(k.shape[1] for k in kernels[:3]), kernels[3].shape[1]
+
+
+def load_encoder(path):
+    """The encoder of the autoencoder in ``path``; its layer sizes are read from
+    the file (784-500-500-2000-10 for MNIST, 2000-500-500-2000-10 for Reuters)."""
+    weights = read_ae_weights(path)
+    if len(weights) != 2 * len(ENCODER_NAMES):
+        raise ValueError(
+            f"Autoencoder weight file {path!r} holds {len(weights)} layers with weights; "
+            f"expected {2 * len(ENCODER_NAMES)} (encoder1..4, decoder1..4)."
+        )
+    input_dim, hidden, code_dim = architecture(weights)
+    autoencoder, encoder = build_autoencoder(input_dim, hidden, code_dim)
     load_ae_weights(autoencoder, path)
     return encoder
+
+
+def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rate=1e-3,
+                      validation_fraction=0.01, seed=0, verbose=1, checkpointer=None):
+    """Plain reconstruction training: MSE, Adam at a constant learning rate,
+    a fresh shuffle each epoch. Each epoch is one compiled ``tf.function``; with
+    a ``checkpointer`` every epoch is saved and an interrupted run resumes with
+    the same weights, optimizer state and shuffling stream. The validation loss
+    (on a random ``validation_fraction`` of x, also trained on) is reported only.
+    Returns the history dict."""
+    x = np.asarray(x, dtype=np.float32)
+    n = len(x)
+    x_all = tf.constant(x)
+    val = tf.constant(x[np.random.default_rng(seed).permutation(n)[: max(1, int(validation_fraction * n))]])
+    steps = int(np.ceil(n / batch_size))
+    generator = tf.random.Generator.from_seed(seed)
+    optimizer = keras.optimizers.Adam(learning_rate)
+    optimizer.build(autoencoder.trainable_variables)
+    schedule = PlateauSchedule(optimizer, patience=np.inf)  # constant learning rate
+
+    def mse(batch):
+        return tf.reduce_mean(tf.square(autoencoder(batch, training=True) - batch))
+
+    @tf.function
+    def run_epoch():
+        order = tf.argsort(generator.uniform([n]))
+        total = tf.constant(0.0)
+        for s in tf.range(steps):
+            batch = tf.gather(x_all, order[s * batch_size:(s + 1) * batch_size])
+            with tf.GradientTape() as tape:
+                loss = mse(batch)
+            grads = tape.gradient(loss, autoencoder.trainable_variables)
+            optimizer.apply_gradients(zip(grads, autoencoder.trainable_variables))
+            total += loss
+        return total / steps
+
+    @tf.function
+    def validation_loss():
+        return mse(val)
+
+    return run_epochs(run_epoch, validation_loss, schedule, epochs, verbose, name="Autoencoder",
+                      checkpointer=checkpointer,
+                      objects={"model": list(autoencoder.variables), "optimizer": optimizer,
+                               "generator": generator})

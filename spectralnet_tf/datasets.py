@@ -1,11 +1,13 @@
 """Data sets: the paper's illustrative sets (generated here, with labels) and
 real sets. ``load_dataset(name)`` returns ``(x, y, n_clusters)``: float32 (n, d),
-int (n,)."""
+int (n,); Reuters' x is an on-disk ``h5py.Dataset``."""
 
 import os
 
 import numpy as np
 from sklearn import datasets as skd
+
+from .streaming import is_lazy
 
 #: Environment variable naming the folder that holds mnist.npz (and other files).
 DATA_DIR_ENV = "SPECTRALNET_DATA_DIR"
@@ -110,6 +112,37 @@ def mnist(seed=0, data_dir=None):
     return x, np.concatenate([y_train, y_test]).astype(np.int64)
 
 
+#: The file ``scripts/make_reuters.py`` writes, looked up in the data folder.
+REUTERS_FILE = "reuters.h5"
+
+
+def reuters(seed=0, data_dir=None):
+    """The Reuters documents (``scripts/make_reuters.py``): ``(data, labels)``
+    where ``data`` is the on-disk ``h5py.Dataset`` (n, 2000) of tf-idf rows,
+    streamed by whoever reads it, and ``labels`` an int64 array (0..3).
+
+    Reads ``reuters.h5`` from ``data_dir``, else from ``$SPECTRALNET_DATA_DIR``.
+    """
+    import h5py
+
+    data_dir = data_dir or os.environ.get(DATA_DIR_ENV)
+    if not data_dir:
+        raise FileNotFoundError(
+            f"Reuters needs {REUTERS_FILE}: pass --data-dir DIR or set ${DATA_DIR_ENV}=DIR, "
+            f"with DIR holding the file written by scripts/make_reuters.py --out DIR/{REUTERS_FILE}."
+        )
+    path = os.path.join(data_dir, REUTERS_FILE)
+    if not os.path.exists(path):
+        raise FileNotFoundError(
+            f"{path} does not exist. Build it once with scripts/make_reuters.py "
+            f"--src RCV1_DIR --out {path}."
+        )
+    h5 = h5py.File(path, "r")  # stays open while the data set is in use
+    if "data" not in h5 or "labels" not in h5 or h5["data"].ndim != 2:
+        raise ValueError(f"{path} must hold datasets 'data' (n, n_words) and 'labels' (n,).")
+    return h5["data"], np.asarray(h5["labels"], dtype=np.int64)
+
+
 #: name -> (generator, number of clusters)
 DATASETS = {
     "cc": (nested_cs, 2),
@@ -120,6 +153,7 @@ DATASETS = {
     "rings3d": (rings3d, 2),
     "digits": (digits, 10),
     "mnist": (mnist, 10),
+    "reuters": (reuters, 4),
 }
 
 
@@ -129,4 +163,6 @@ def load_dataset(name, seed=0, **kwargs):
         raise ValueError(f"Unknown dataset {name!r}; choose one of {sorted(DATASETS)}.")
     make, n_clusters = DATASETS[name]
     x, y = make(seed=seed, **kwargs)
-    return np.asarray(x, dtype=np.float32), np.asarray(y, dtype=np.int64), n_clusters
+    if not is_lazy(x):  # on-disk data (Reuters) stays on disk
+        x = np.asarray(x, dtype=np.float32)
+    return x, np.asarray(y, dtype=np.int64), n_clusters

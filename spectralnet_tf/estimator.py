@@ -7,14 +7,14 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.exceptions import NotFittedError
 
-from .affinity import AFFINITIES, SCALES, embed_in_batches
+from .affinity import AFFINITIES, SCALES
 from .checkpoint import Checkpointer
 from .centroids import centroid_distances, fit_centroids, nearest_centroid
 from .export import export_saved_model, load_estimator, save_estimator
 from .losses import LAPLACIANS
 from .networks import build_spectralnet, compose_embedder
 from .siamese import build_siamese, make_pairs, train_siamese
-from .train import predict as _predict
+from .streaming import is_lazy, map_batches
 from .train import GRADIENTS, train_spectralnet
 
 #: Default minibatch size (paper: 1024 on MNIST); clipped for small data.
@@ -40,6 +40,20 @@ def check_array(X, name="X"):
         raise ValueError(
             f"{name} contains {int(bad.sum())} NaN or inf values, e.g. "
             f"{name}[{i}, {j}]={X[i, j]}."
+        )
+    return X
+
+
+def check_rows(X, name="X"):
+    """Like ``check_array``, but a row source on disk (``h5py.Dataset`` or
+    ``streaming.Rows``) stays on disk: only its shape and dtype are checked
+    here; its values are checked once encoded."""
+    if not is_lazy(X):
+        return check_array(X, name)
+    if len(X.shape) != 2 or not np.issubdtype(X.dtype, np.number):
+        raise ValueError(
+            f"{name} must be a 2-D numeric data set (n_samples, n_features), got "
+            f"shape {X.shape} and dtype {X.dtype}."
         )
     return X
 
@@ -135,6 +149,9 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         layer (see ``siamese.build_siamese``).
     siamese_n_nbrs : int, default=2
         Positive pairs per point: its nearest neighbours (paper: 2 on MNIST).
+    siamese_positives_per_point : int or None, default=None
+        None: pair each point with all ``siamese_n_nbrs`` neighbours. An int p:
+        with p of them drawn at random (paper, Reuters: 1 of the 100 nearest).
     siamese_batch_size : int, default=128
     siamese_learning_rate : float, default=1e-3
     siamese_max_epochs : int, default=100
@@ -202,6 +219,7 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         encoder=None,
         siamese_hidden_units=(1024, 1024, 512, 10),
         siamese_n_nbrs=2,
+        siamese_positives_per_point=None,
         siamese_batch_size=128,
         siamese_learning_rate=1e-3,
         siamese_max_epochs=100,
@@ -230,6 +248,7 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         self.encoder = encoder
         self.siamese_hidden_units = siamese_hidden_units
         self.siamese_n_nbrs = siamese_n_nbrs
+        self.siamese_positives_per_point = siamese_positives_per_point
         self.siamese_batch_size = siamese_batch_size
         self.siamese_learning_rate = siamese_learning_rate
         self.siamese_max_epochs = siamese_max_epochs
@@ -273,6 +292,8 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         if isinstance(emb, str) and emb == "siamese":
             _check_units("siamese_hidden_units", self.siamese_hidden_units)
             _check_int("siamese_n_nbrs", self.siamese_n_nbrs, 1)
+            if self.siamese_positives_per_point is not None:
+                _check_int("siamese_positives_per_point", self.siamese_positives_per_point, 1)
             _check_int("siamese_batch_size", self.siamese_batch_size, 1)
             _check_int("siamese_max_epochs", self.siamese_max_epochs, 1)
             _check_positive("siamese_learning_rate", self.siamese_learning_rate)
@@ -322,6 +343,9 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Or an ``h5py.Dataset`` / ``streaming.Rows`` on disk: with an
+            ``encoder`` it is streamed through it a chunk at a time and never
+            held in memory (e.g. the 685,000 Reuters documents).
         y : array-like of shape (n_samples,) or None
             Semi-supervised labels: an integer class for the few labeled points,
             -1 for all others. Labeled pairs get affinity 1 (same label) or 0
@@ -338,7 +362,9 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         -------
         self
         """
-        X = check_array(X)
+        X = check_rows(X)
+        if self.encoder is None and is_lazy(X):
+            X = check_array(map_batches(None, X))  # trained on in memory
         n = len(X)
         y = self._check_y(y, n)
         if eigvecs is not None and np.shape(eigvecs) != (n, self.n_clusters):
@@ -353,7 +379,7 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         seeds = np.random.default_rng(self.random_state).integers(0, 2**31 - 1, size=5)
         split_seed, scale_seed, net_seed, train_seed, siamese_seed = (int(s) for s in seeds)
         # Code space: encode once; everything below trains on the codes.
-        Z = X if self.encoder is None else embed_in_batches(self.encoder, X)
+        Z = X if self.encoder is None else check_array(map_batches(self.encoder, X), "encoder(X)")
 
         perm = np.random.default_rng(split_seed).permutation(n)
         z_val, z_train = Z[perm[:n_val]], Z[perm[n_val:]]
@@ -378,7 +404,7 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         self.model_ = (spectral_model if self.encoder is None
                        else compose_embedder(self.encoder, spectral_model))
         self.n_features_in_ = X.shape[1]
-        self.embedding_ = _predict(spectral_model, Z)
+        self.embedding_ = map_batches(spectral_model, Z)
         self.cluster_centers_ = fit_centroids(self.embedding_, self.n_clusters, train_seed)
         self.labels_ = self._assign(self.embedding_)
         return self
@@ -418,7 +444,8 @@ class SpectralNet(ClusterMixin, BaseEstimator):
     def _fit_siamese(self, z_train, y_train, seed, checkpointer=None):
         """Train the Siamese net on kNN pairs (plus labeled pairs, if any)."""
         labels = y_train if (y_train >= 0).any() else None
-        pairs = make_pairs(z_train, self.siamese_n_nbrs, self.neighbors, seed=seed, labels=labels)
+        pairs = make_pairs(z_train, self.siamese_n_nbrs, self.neighbors, seed=seed, labels=labels,
+                           positives_per_point=self.siamese_positives_per_point)
         self.siamese_ = build_siamese(z_train.shape[1], tuple(self.siamese_hidden_units), seed=seed)
         self.siamese_history_ = train_siamese(
             self.siamese_, z_train, pairs, batch_size=self.siamese_batch_size,
@@ -438,7 +465,7 @@ class SpectralNet(ClusterMixin, BaseEstimator):
 
     def _check_fitted_X(self, X):
         self._check_fitted()
-        X = check_array(X)
+        X = check_rows(X)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {X.shape[1]} features, but SpectralNet was fitted with "
@@ -452,7 +479,7 @@ class SpectralNet(ClusterMixin, BaseEstimator):
     def transform(self, X):
         """Embed X with F_theta: (n_samples, n_clusters)."""
         X = self._check_fitted_X(X)
-        return _predict(self.model_, X)
+        return map_batches(self.model_, X)
 
     def predict(self, X):
         """Cluster of each point: the nearest k-means centroid of its embedding."""

@@ -17,10 +17,12 @@ from .networks import dense_stack
 from .train import PlateauSchedule, run_epochs
 
 
-def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None):
+def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None, positives_per_point=None):
     """Training pairs: ``(first, second, is_positive)`` index arrays.
 
-    Positives: (i, j) for each of i's ``n_nbrs`` nearest neighbours j.
+    Positives: (i, j) for each of i's ``n_nbrs`` nearest neighbours j (paper,
+    MNIST: 2), or, with ``positives_per_point=p``, for p of them drawn at random
+    (paper, Reuters: 1 of the 100 nearest).
     Negatives: as many (i, j) with j drawn uniformly among the points that are
     not i and not among i's neighbours. With ``labels`` (-1: unknown), each
     labeled point also gets a positive pair with a random point of its label
@@ -32,11 +34,20 @@ def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None):
             f"n_nbrs must be in [1, n_samples - 2] = [1, {n - 2}] so that non-neighbours "
             f"exist for the negative pairs, got n_nbrs={n_nbrs}."
         )
+    if positives_per_point is not None and not 1 <= positives_per_point <= n_nbrs:
+        raise ValueError(
+            f"positives_per_point must be None or in [1, n_nbrs={n_nbrs}], got "
+            f"positives_per_point={positives_per_point!r}."
+        )
     backend = make_neighbors(neighbors, n_samples=n, random_state=seed)
     _, nbrs = backend.kneighbors(x, n_nbrs)
-    first = np.repeat(np.arange(n), n_nbrs)
-    pos_second = nbrs.ravel()
     rng = np.random.default_rng(seed)
+    if positives_per_point is None:
+        first, pos_second = np.repeat(np.arange(n), n_nbrs), nbrs.ravel()
+    else:
+        cols = np.argsort(rng.uniform(size=nbrs.shape), axis=1)[:, :positives_per_point]
+        first = np.repeat(np.arange(n), positives_per_point)
+        pos_second = np.take_along_axis(nbrs, cols, axis=1).ravel()
     neg_second = rng.integers(0, n, size=first.size)
     # Redraw the few draws that hit the point itself or one of its neighbours.
     bad = (neg_second == first) | (nbrs[first] == neg_second[:, None]).any(axis=1)

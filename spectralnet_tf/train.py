@@ -17,6 +17,7 @@ from .affinity import apply_labels
 from .losses import spectral_loss
 from .metrics import grassmann
 from .orthonorm import tangent_projection
+from .streaming import map_batches
 
 GRADIENTS = ("projected", "plain")
 
@@ -116,12 +117,6 @@ def validation_batches(x_val, z_val, y_val, batch_size, affinity):
     ]
 
 
-def predict(model, x, batch_size=4096):
-    return np.concatenate(
-        [np.asarray(model(x[i : i + batch_size])) for i in range(0, len(x), batch_size)]
-    )
-
-
 def train_spectralnet(
     model,
     body,
@@ -211,7 +206,7 @@ def train_spectralnet(
     def monitor(epoch):
         extra = {"iteration": (epoch + 1) * steps_per_epoch}
         if eigvecs is not None:
-            extra["grassmann"] = grassmann(predict(model, x_eval), eigvecs)
+            extra["grassmann"] = grassmann(map_batches(model, x_eval), eigvecs)
         return extra
 
     steps = tf.constant(steps_per_epoch)
@@ -221,5 +216,5 @@ def train_spectralnet(
                                   "generator": generator})
     # Final orthogonalization on all training points, so (1/n) Y^T Y = I holds
     # on the training set rather than on one minibatch.
-    orthonorm.orthogonalize(predict(body, x_train))
+    orthonorm.orthogonalize(map_batches(body, x_train))
     return history

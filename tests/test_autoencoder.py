@@ -1,12 +1,24 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
 import h5py
 import numpy as np
 import pytest
 
 from spectralnet_tf.autoencoder import (build_autoencoder, load_ae_weights, load_encoder,
-                                        read_ae_weights, save_ae_weights)
+                                        read_ae_weights, save_ae_weights, train_autoencoder)
+from spectralnet_tf.checkpoint import Checkpointer
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PRETRAIN = os.path.join(ROOT, "scripts", "pretrain_ae.py")
 SIZES = [(784, 500), (500, 500), (500, 2000), (2000, 10),
          (10, 2000), (2000, 500), (500, 500), (500, 784)]
+REUTERS_SIZES = [(2000, 500), (500, 500), (500, 2000), (2000, 10),
+                 (10, 2000), (2000, 500), (500, 500), (500, 2000)]
 
 
 def _write_vade_style(path, weights, with_input_layer=True):
@@ -23,10 +35,10 @@ def _write_vade_style(path, weights, with_input_layer=True):
             g.create_dataset(f"dense_{i + 1}_b", data=bias)
 
 
-def _random_weights(seed=0):
+def _random_weights(seed=0, sizes=SIZES):
     rng = np.random.default_rng(seed)
     return [(rng.normal(scale=0.05, size=s).astype(np.float32),
-             rng.normal(scale=0.05, size=s[1]).astype(np.float32)) for s in SIZES]
+             rng.normal(scale=0.05, size=s[1]).astype(np.float32)) for s in sizes]
 
 
 def test_legacy_layout_reproduces_the_expected_encoding(tmp_path):
@@ -81,3 +93,70 @@ def test_wrong_shapes_are_named(tmp_path):
     _write_vade_style(path, weights, with_input_layer=False)
     with pytest.raises(ValueError, match="small.h5.*expected"):
         load_encoder(str(path))
+
+
+def test_reuters_layout_loads_with_its_sizes_read_from_the_file(tmp_path):
+    # VaDE's ae_reuters10k weights: 2000-500-500-2000-10, same Keras 1 layout.
+    weights = _random_weights(1, REUTERS_SIZES)
+    path = tmp_path / "ae_reuters10k.h5"
+    _write_vade_style(path, weights)
+    x = np.random.default_rng(2).uniform(size=(5, 2000)).astype(np.float32)
+    h = x
+    for kernel, bias in weights[:4]:
+        h = h @ kernel + bias
+        h = np.maximum(h, 0) if kernel.shape[1] != 10 else h
+    encoder = load_encoder(str(path))
+    assert encoder.input_shape == (None, 2000)
+    np.testing.assert_allclose(encoder.predict(x, verbose=0), h, rtol=1e-4, atol=1e-5)
+
+
+def _small_ae_training(epochs, checkpointer=None):
+    rng = np.random.default_rng(0)  # points near a 3-d manifold in [0, 1]^20
+    x = (0.5 + 0.4 * np.tanh(rng.normal(size=(300, 3)) @ rng.normal(size=(3, 20)))).astype(np.float32)
+    ae, _ = build_autoencoder(20, (32, 32, 64), 3, seed=0)
+    hist = train_autoencoder(ae, x, epochs=epochs, batch_size=32, learning_rate=3e-3, seed=3,
+                             verbose=0, checkpointer=checkpointer)
+    return ae, hist
+
+
+def test_autoencoder_training_lowers_the_loss_and_resumes_exactly(tmp_path):
+    full, full_hist = _small_ae_training(6)
+    assert full_hist["loss"][-1] < 0.5 * full_hist["loss"][0]
+    ckpt = Checkpointer(str(tmp_path / "ae"))
+    _small_ae_training(3, ckpt)  # "killed" after epoch 3
+    resumed, resumed_hist = _small_ae_training(6, ckpt)
+    for a, b in zip(full.get_weights(), resumed.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(resumed_hist["loss"], full_hist["loss"], rtol=1e-5)
+
+
+def test_pretrain_script_killed_then_resumed_writes_the_uninterrupted_weights(tmp_path):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    args = [sys.executable, PRETRAIN, "--limit", "512", "--epochs", "8", "--quiet"]
+
+    def files(name):
+        return ["--out", str(tmp_path / f"{name}.h5"), "--checkpoint-dir", str(tmp_path / name)]
+
+    subprocess.run([*args, *files("ref")], check=True, env=env, capture_output=True, timeout=300)
+    proc = subprocess.Popen([*args, *files("run")], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pointer = tmp_path / "run" / "latest"
+    deadline = time.time() + 240
+    while time.time() < deadline and not (pointer.exists() and pointer.read_text() >= "ckpt-000002"):
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert pointer.exists() and not (tmp_path / "run.h5").exists()
+    again = subprocess.run([*args, *files("run")], env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode != 0 and "--resume" in again.stderr  # no silent restart
+    subprocess.run([*args, *files("run"), "--resume"], check=True, env=env,
+                   capture_output=True, timeout=300)
+    for (k1, b1), (k2, b2) in zip(read_ae_weights(str(tmp_path / "ref.h5")),
+                                  read_ae_weights(str(tmp_path / "run.h5"))):
+        np.testing.assert_allclose(k1, k2, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(b1, b2, rtol=1e-5, atol=1e-6)
+    ref = json.loads((tmp_path / "ref.json").read_text())
+    got = json.loads((tmp_path / "run.json").read_text())
+    assert got["final_loss"] == pytest.approx(ref["final_loss"], rel=1e-5)
+    assert got["epochs"] == ref["epochs"] == 8
+    assert not (tmp_path / "run").exists()  # checkpoints removed once the weights exist

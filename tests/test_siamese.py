@@ -58,3 +58,25 @@ def test_too_many_neighbours_for_negative_pairs_is_refused():
     x, _ = _blobs()
     with pytest.raises(ValueError, match="n_nbrs=299"):
         make_pairs(x[:300], n_nbrs=299, neighbors="exact")
+
+
+def test_one_random_positive_among_the_nearest_neighbours():
+    from sklearn.neighbors import NearestNeighbors
+
+    x, _ = _blobs()
+    first, second, positive = make_pairs(x, n_nbrs=10, neighbors="exact", seed=0,
+                                         positives_per_point=1)
+    pos = positive == 1
+    np.testing.assert_array_equal(first[pos], np.arange(len(x)))  # one per point
+    _, nbrs = NearestNeighbors(n_neighbors=11).fit(x).kneighbors(x)
+    assert all(s in nbrs[f, 1:] for f, s in zip(first[pos], second[pos]))
+    assert (second[pos] != nbrs[first[pos], 1]).any()  # not always the nearest
+    assert (~pos).sum() == pos.sum()
+
+
+def test_positives_per_point_above_n_nbrs_is_refused():
+    import pytest
+
+    x, _ = _blobs()
+    with pytest.raises(ValueError, match="positives_per_point=3"):
+        make_pairs(x, n_nbrs=2, neighbors="exact", positives_per_point=3)

@@ -1,0 +1,68 @@
+import h5py
+import keras
+import numpy as np
+import pytest
+
+from spectralnet_tf import SpectralNet
+from spectralnet_tf.streaming import Rows, is_lazy, map_batches, row_batches
+
+
+def _h5(tmp_path, x):
+    f = h5py.File(tmp_path / "rows.h5", "w")
+    f.create_dataset("data", data=x, chunks=(16, x.shape[1]))
+    return f["data"]
+
+
+def test_chunks_cover_every_row_once_in_order(tmp_path):
+    x = np.arange(100 * 3, dtype=np.float32).reshape(100, 3)
+    ds = _h5(tmp_path, x)
+    chunks = [c.numpy() for c in row_batches(ds, batch_size=32)]
+    assert [len(c) for c in chunks] == [32, 32, 32, 4]
+    np.testing.assert_array_equal(np.concatenate(chunks), x)
+    np.testing.assert_array_equal(map_batches(None, ds, 7), x)
+
+
+def test_rows_selects_increasing_rows_and_refuses_others(tmp_path):
+    x = np.random.default_rng(0).normal(size=(50, 4)).astype(np.float32)
+    ds = _h5(tmp_path, x)
+    idx = np.array([1, 2, 7, 30, 49])
+    rows = Rows(ds, idx)
+    assert rows.shape == (5, 4) and len(rows) == 5 and is_lazy(rows)
+    np.testing.assert_array_equal(rows[1:4], x[idx[1:4]])
+    np.testing.assert_array_equal(map_batches(None, rows, 2), x[idx])
+    with pytest.raises(ValueError, match="strictly increasing"):
+        Rows(ds, [3, 1])
+    with pytest.raises(ValueError, match=r"\[0, 50\)"):
+        Rows(ds, [10, 50])
+
+
+def test_a_model_applied_in_chunks_equals_one_call(tmp_path):
+    x = np.random.default_rng(1).normal(size=(70, 5)).astype(np.float32)
+    model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(3, activation="tanh")])
+    whole = model(x).numpy()
+    np.testing.assert_allclose(map_batches(model, _h5(tmp_path, x), 16), whole, rtol=1e-6, atol=1e-6)
+
+
+def test_fit_with_an_encoder_streams_the_hdf5_rows(tmp_path):
+    """An on-disk X with an encoder gives the same fit as the same X in memory."""
+    rng = np.random.default_rng(0)
+    centers = np.repeat(np.eye(2, 6) * 6, 100, axis=0)
+    x = (centers + rng.normal(size=(200, 6))).astype(np.float32)
+    y = np.repeat([0, 1], 100)
+    ds = _h5(tmp_path, x)
+    encoder = keras.Sequential([keras.Input((6,)), keras.layers.Dense(
+        3, kernel_initializer=keras.initializers.GlorotUniform(seed=0))])
+    params = dict(hidden_units=(16,), max_epochs=3, batch_size=64, random_state=0, encoder=encoder)
+    on_disk = SpectralNet(2, **params).fit(ds)
+    in_memory = SpectralNet(2, **params).fit(x)
+    np.testing.assert_allclose(on_disk.embedding_, in_memory.embedding_, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(on_disk.predict(Rows(ds, np.arange(0, 200, 3))),
+                                  in_memory.predict(x[::3]))
+    assert set(np.unique(on_disk.labels_)) == {0, 1} and len(on_disk.labels_) == len(y)
+
+
+def test_a_non_2d_dataset_is_refused_by_name(tmp_path):
+    f = h5py.File(tmp_path / "bad.h5", "w")
+    ds = f.create_dataset("data", data=np.zeros(10, np.float32))
+    with pytest.raises(ValueError, match=r"X must be a 2-D numeric data set.*\(10,\)"):
+        SpectralNet(2).fit(ds)
