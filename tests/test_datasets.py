@@ -4,7 +4,7 @@ import pytest
 from spectralnet_tf.datasets import DATASETS, load_dataset
 
 
-@pytest.mark.parametrize("name", sorted(set(DATASETS) - {"mnist"}))
+@pytest.mark.parametrize("name", sorted(set(DATASETS) - {"mnist", "reuters"}))  # files: own tests
 def test_dataset_shapes_labels_and_determinism(name):
     x, y, k = load_dataset(name, seed=3)
     assert x.dtype == np.float32 and x.ndim == 2 and len(x) == len(y)
@@ -57,3 +57,11 @@ def test_mnist_offline_without_local_copy_names_both_options(monkeypatch):
     monkeypatch.setattr(keras.datasets.mnist, "load_data", offline)
     with pytest.raises(FileNotFoundError, match="--data-dir.*SPECTRALNET_DATA_DIR"):
         load_dataset("mnist")
+
+
+def test_reuters_without_its_file_names_both_ways_to_give_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("SPECTRALNET_DATA_DIR", raising=False)
+    with pytest.raises(FileNotFoundError, match="--data-dir DIR or set .SPECTRALNET_DATA_DIR"):
+        load_dataset("reuters")
+    with pytest.raises(FileNotFoundError, match="make_reuters.py --src RCV1_DIR"):
+        load_dataset("reuters", data_dir=str(tmp_path))
