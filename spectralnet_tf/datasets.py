@@ -43,10 +43,10 @@ def noisy_circles(n=1500, noise=0.10, seed=0, factor=0.5):
     """Concentric circles with heavy noise (paper Sec. 5.3's semi-supervised demo).
 
     At noise 0.10 unsupervised SpectralNet fails (ACC 0.71-0.74 over seeds 0-2)
-    while thresholding the radius at 0.75 would score 0.993-0.996. At 0.12 that
-    threshold scores only ~0.98 and the density minimum between the rings lies
-    outside it (the outer ring is spread over twice the circumference), so 2%
-    labels gave 0.975 / 0.904 / 0.977: too little margin for a 0.95 bar.
+    and 2% labels bring it to 0.99 (BENCHMARKS.md). At 0.12 even thresholding
+    the radius at 0.75 errs on ~2% of the points, and the density minimum
+    between the rings lies outside that radius (the outer ring is spread over
+    twice the circumference); 2% labels then fell short of 0.95 in one seed.
     """
     return circles(n, noise=noise, seed=seed, factor=factor)
 

@@ -50,16 +50,26 @@ def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None, positives_per
         pos_second = np.take_along_axis(nbrs, cols, axis=1).ravel()
     neg_second = rng.integers(0, n, size=first.size)
     # Redraw the few draws that hit the point itself or one of its neighbours.
-    bad = (neg_second == first) | (nbrs[first] == neg_second[:, None]).any(axis=1)
+    bad = _is_neighbour(nbrs, first, neg_second)
     while bad.any():
         neg_second[bad] = rng.integers(0, n, size=int(bad.sum()))
-        bad = (neg_second == first) | (nbrs[first] == neg_second[:, None]).any(axis=1)
+        bad[bad] = _is_neighbour(nbrs, first[bad], neg_second[bad])
     firsts, seconds = [first, first], [pos_second, neg_second]
     flags = [np.ones(first.size, np.float32), np.zeros(first.size, np.float32)]
     if labels is not None:
         for arrays, pairs in zip((firsts, seconds, flags), _labeled_pairs(labels, rng)):
             arrays.extend(pairs)
     return tuple(np.concatenate(a) for a in (firsts, seconds, flags))
+
+
+def _is_neighbour(nbrs, first, second, chunk=65536):
+    """``second[p]`` is ``first[p]`` or one of its neighbours; by chunks, so
+    that no (pairs × n_nbrs) array is ever whole."""
+    out = second == first
+    for start in range(0, len(first), chunk):
+        rows = slice(start, start + chunk)
+        out[rows] |= (nbrs[first[rows]] == second[rows, None]).any(axis=1)
+    return out
 
 
 def _labeled_pairs(labels, rng):

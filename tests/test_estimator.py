@@ -132,8 +132,7 @@ def _noisy_circles_fit(seed, labeled_fraction):
 
 
 def test_two_percent_labels_recover_the_noisy_circles_that_unsupervised_training_misses():
-    # Measured: unsupervised 0.71-0.74; with 2% labels 0.99 (the radius
-    # threshold, the best possible rule here, scores 0.993-0.996).
+    # Measured (BENCHMARKS.md): unsupervised 0.71-0.74; with 2% labels 0.99.
     assert _noisy_circles_fit(0, 0.0) < 0.8
     for seed in (0, 1, 2):
         assert _noisy_circles_fit(seed, 0.02) >= 0.95
