@@ -107,9 +107,8 @@ def bench_profile(args, command):
     import keras
 
     from spectralnet_tf.affinity import GaussianKNNAffinity
-    from spectralnet_tf.losses import spectral_loss
     from spectralnet_tf.networks import build_spectralnet
-    from spectralnet_tf.orthonorm import tangent_projection
+    from spectralnet_tf.train import gradient_step
 
     m, repeats = 1024, args.steps
     rng = np.random.default_rng(0)
@@ -135,14 +134,7 @@ def bench_profile(args, command):
 
         @tf.function
         def gradient():
-            with tf.GradientTape(persistent=True) as tape:
-                y = tf.cast(model(x, training=True), tf.float32)
-                loss = spectral_loss(w, y)
-            grad_y = tangent_projection(y, tape.gradient(loss, y))
-            grads = tape.gradient(y, model.trainable_variables, output_gradients=grad_y)
-            del tape
-            optimizer.apply_gradients(zip(grads, model.trainable_variables))
-            return loss
+            return gradient_step(model, optimizer, x, w)
 
         @tf.function
         def step():

@@ -30,7 +30,8 @@ import numpy as np  # noqa: E402
 from spectralnet_tf.atomic import atomic_file  # noqa: E402
 from spectralnet_tf.autoencoder import (build_autoencoder, save_ae_weights,  # noqa: E402
                                         train_autoencoder)
-from spectralnet_tf.centroids import fit_centroids  # noqa: E402
+from spectralnet_tf.centroids import (centroid_distances, fit_centroids,  # noqa: E402
+                                      nearest_centroid)
 from spectralnet_tf.checkpoint import Checkpointer  # noqa: E402
 from spectralnet_tf.datasets import DATA_DIR_ENV, MNIST_N_TRAIN, mnist, reuters  # noqa: E402
 from spectralnet_tf.metrics import acc, nmi  # noqa: E402
@@ -135,7 +136,7 @@ def main(argv=None):
     codes = encoder.predict(x, batch_size=4096, verbose=0)
     k = int(y.max()) + 1
     centers = fit_centroids(codes, k, args.seed)
-    labels = np.argmin(((codes[:, None] - centers[None]) ** 2).sum(-1), axis=1)
+    labels = nearest_centroid(centroid_distances(codes, centers)).numpy()
     provenance = {
         "weights": os.path.basename(out),
         "data": {"file": os.path.basename(data_file), "points": int(len(x)), "split": split,

@@ -117,6 +117,21 @@ def validation_batches(x_val, z_val, y_val, batch_size, affinity):
     ]
 
 
+def gradient_step(model, optimizer, x_batch, w, laplacian="unnormalized", gradient="projected"):
+    """One gradient step of Algorithm 1 on a minibatch and its affinity ``w``;
+    the Orthonorm kernel is non-trainable, so it is a constant here. Returns the loss."""
+    with tf.GradientTape(persistent=True) as tape:
+        y = tf.cast(model(x_batch, training=True), tf.float32)  # no-op unless mixed precision
+        loss = spectral_loss(w, y, laplacian)
+    grad_y = tape.gradient(loss, y)
+    if gradient == "projected":
+        grad_y = tangent_projection(y, grad_y)
+    grads = tape.gradient(y, model.trainable_variables, output_gradients=grad_y)
+    del tape
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+
 def train_spectralnet(
     model,
     body,
@@ -179,23 +194,13 @@ def train_spectralnet(
             # Orthogonalization step: a fresh minibatch sets the Orthonorm kernel.
             x_ortho = tf.gather(x_tr, sample_rows(generator, n, ortho_batch_size))
             orthonorm.orthogonalize(body(x_ortho, training=False))
-            # Gradient step: a fresh minibatch, its affinity, the loss; the
-            # Orthonorm kernel is non-trainable, so it is a constant here.
+            # Gradient step: a fresh minibatch, its affinity, the loss.
             rows = sample_rows(generator, n, batch_size)
             x_batch = tf.gather(x_tr, rows)
             w = affinity.kernel_matrix(tf.gather(z_tr, rows))
             if semi_supervised:
                 w = apply_labels(w, tf.gather(y_tr, rows))
-            with tf.GradientTape(persistent=True) as tape:
-                y = model(x_batch, training=True)
-                loss = spectral_loss(w, y, laplacian)
-            grad_y = tape.gradient(loss, y)
-            if gradient == "projected":
-                grad_y = tangent_projection(y, grad_y)
-            grads = tape.gradient(y, model.trainable_variables, output_gradients=grad_y)
-            del tape
-            optimizer.apply_gradients(zip(grads, model.trainable_variables))
-            total += loss
+            total += gradient_step(model, optimizer, x_batch, w, laplacian, gradient)
         return total / tf.cast(steps, tf.float32)
 
     @tf.function
