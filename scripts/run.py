@@ -66,6 +66,8 @@ def parse_args(argv=None):
     hp.add_argument("--epochs", type=int, dest="max_epochs", help="maximum epochs")
     hp.add_argument("--steps-per-epoch", type=int)
     hp.add_argument("--gradient", choices=["projected", "plain"])
+    hp.add_argument("--output-activation", choices=["tanh", "linear"],
+                    help="activation of the size-k layer before Orthonorm (paper: tanh)")
     hp.add_argument("--siamese-epochs", type=int, dest="siamese_max_epochs",
                     help="maximum epochs of the Siamese net")
     mn = p.add_argument_group("MNIST and Reuters (paper Table 1)")
@@ -102,7 +104,7 @@ def build_config(args):
         config["hidden_units"] = tuple(int(u) for u in args.hidden.split(","))
     for key in ("affinity", "n_nbrs", "scale_nbr", "scale", "laplacian", "batch_size",
                 "ortho_batch_size", "learning_rate", "patience", "max_epochs",
-                "steps_per_epoch", "gradient", "siamese_max_epochs"):
+                "steps_per_epoch", "gradient", "output_activation", "siamese_max_epochs"):
         value = getattr(args, key)
         if value is not None:
             config[key] = value

@@ -12,7 +12,7 @@ from .checkpoint import Checkpointer
 from .centroids import centroid_distances, fit_centroids, nearest_centroid
 from .export import export_saved_model, load_estimator, save_estimator
 from .losses import LAPLACIANS
-from .networks import build_spectralnet, compose_embedder
+from .networks import OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
 from .siamese import build_siamese, make_pairs, train_siamese
 from .streaming import is_lazy, map_batches
 from .train import GRADIENTS, train_spectralnet
@@ -94,7 +94,11 @@ class SpectralNet(ClusterMixin, BaseEstimator):
     n_clusters : int, default=2
         Number of clusters k, also the embedding dimension.
     hidden_units : tuple of int, default=(1024, 1024, 512)
-        ReLU layers of F_theta; a tanh layer of size k and Orthonorm follow.
+        ReLU layers of F_theta; a layer of size k and Orthonorm follow.
+    output_activation : {"tanh", "linear"}, default="tanh"
+        Activation of that size-k layer. "tanh" is the paper's (Table 3). On
+        MNIST, training with it stalled about one eigenvector away from the
+        minibatch graph's; "linear" reached them (README, MNIST).
     affinity : {"knn", "full"}, default="knn"
         Gaussian affinity on the kNN graph of a minibatch (paper Eq. 4), or
         between all its pairs. The kNN graph keeps outliers connected; the
@@ -201,6 +205,7 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         n_clusters=2,
         *,
         hidden_units=(1024, 1024, 512),
+        output_activation="tanh",
         affinity="knn",
         n_nbrs=10,
         scale_nbr=3,
@@ -230,6 +235,7 @@ class SpectralNet(ClusterMixin, BaseEstimator):
     ):
         self.n_clusters = n_clusters
         self.hidden_units = hidden_units
+        self.output_activation = output_activation
         self.affinity = affinity
         self.n_nbrs = n_nbrs
         self.scale_nbr = scale_nbr
@@ -268,6 +274,7 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         _check_choice("scale", self.scale, SCALES)
         _check_choice("laplacian", self.laplacian, LAPLACIANS)
         _check_choice("gradient", self.gradient, GRADIENTS)
+        _check_choice("output_activation", self.output_activation, OUTPUT_ACTIVATIONS)
         _check_int("n_nbrs", self.n_nbrs, 1)
         _check_int("scale_nbr", self.scale_nbr, 1)
         _check_int("patience", self.patience, 1)
@@ -389,7 +396,8 @@ class SpectralNet(ClusterMixin, BaseEstimator):
             embedding = self._fit_siamese(z_train, y_train, siamese_seed, checkpointers.get("siamese"))
         self.affinity_ = self._make_affinity(embedding).fit(z_train, batch_size, seed=scale_seed)
         spectral_model, body = build_spectralnet(
-            Z.shape[1], self.n_clusters, tuple(self.hidden_units), seed=net_seed
+            Z.shape[1], self.n_clusters, tuple(self.hidden_units), seed=net_seed,
+            output_activation=self.output_activation,
         )
         self.history_ = train_spectralnet(
             spectral_model, body, self.affinity_, z_train, z_val,

@@ -17,8 +17,14 @@ def dense_stack(hidden_units, activation, seed, prefix):
     ]
 
 
-def build_spectralnet(input_dim, n_outputs, hidden_units=(1024, 1024, 512), seed=0):
-    """F_theta: ReLU layers, a tanh layer of size k, then Orthonorm.
+#: Activations allowed on the k-unit layer before Orthonorm.
+OUTPUT_ACTIVATIONS = ("tanh", "linear")
+
+
+def build_spectralnet(input_dim, n_outputs, hidden_units=(1024, 1024, 512), seed=0,
+                      output_activation="tanh"):
+    """F_theta: ReLU layers, a k-unit layer (tanh as in the paper's Table 3, or
+    linear), then Orthonorm.
 
     Returns ``(model, body)``: ``model`` maps x to the orthonormal embedding y,
     ``body`` shares its layers and maps x to ỹ, the input of Orthonorm.
@@ -27,7 +33,7 @@ def build_spectralnet(input_dim, n_outputs, hidden_units=(1024, 1024, 512), seed
     layers.append(
         keras.layers.Dense(
             n_outputs,
-            activation="tanh",
+            activation=output_activation,
             kernel_initializer=keras.initializers.GlorotUniform(seed=seed + len(layers)),
             name="dense_out",
         )
