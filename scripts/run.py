@@ -26,6 +26,7 @@ from spectralnet_tf import rundir  # noqa: E402
 from spectralnet_tf.atomic import atomic_file  # noqa: E402
 from spectralnet_tf.autoencoder import load_encoder  # noqa: E402
 from spectralnet_tf.datasets import DATASETS, MNIST_N_TRAIN, load_dataset  # noqa: E402
+from spectralnet_tf.networks import OUTPUT_ACTIVATIONS  # noqa: E402
 from spectralnet_tf.streaming import Rows, is_lazy, map_batches  # noqa: E402
 from spectralnet_tf.spectral import (DENSE_MAX_N, laplacian_matrix,  # noqa: E402
                                      smallest_eigenvectors, spectral_clustering)
@@ -66,7 +67,7 @@ def parse_args(argv=None):
     hp.add_argument("--epochs", type=int, dest="max_epochs", help="maximum epochs")
     hp.add_argument("--steps-per-epoch", type=int)
     hp.add_argument("--gradient", choices=["projected", "plain"])
-    hp.add_argument("--output-activation", choices=["tanh", "linear"],
+    hp.add_argument("--output-activation", choices=OUTPUT_ACTIVATIONS,
                     help="activation of the size-k layer before Orthonorm (paper: tanh)")
     hp.add_argument("--siamese-epochs", type=int, dest="siamese_max_epochs",
                     help="maximum epochs of the Siamese net")

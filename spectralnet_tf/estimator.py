@@ -97,8 +97,8 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         ReLU layers of F_theta; a layer of size k and Orthonorm follow.
     output_activation : {"tanh", "linear"}, default="tanh"
         Activation of that size-k layer. "tanh" is the paper's (Table 3). On
-        MNIST, training with it stalled about one eigenvector away from the
-        minibatch graph's; "linear" reached them (README, MNIST).
+        MNIST (all 70k, code space) tanh gave ACC 0.82 and "linear" 0.97
+        (README, MNIST).
     affinity : {"knn", "full"}, default="knn"
         Gaussian affinity on the kNN graph of a minibatch (paper Eq. 4), or
         between all its pairs. The kNN graph keeps outliers connected; the
