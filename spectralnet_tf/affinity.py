@@ -6,7 +6,9 @@ Each affinity is a small class with one interface:
 - ``affinity(x_batch)`` returns the dense (m, m) matrix W of a minibatch, as a
   tensor, inside the compiled training step;
 - ``affinity.graph(x, neighbors)`` returns W over all n points (scipy sparse
-  for kNN), for exact spectral clustering and the true eigenvectors.
+  for kNN), for exact spectral clustering and the true eigenvectors;
+- ``affinity.for_full_data(n, batch_size)`` is the affinity on all n points
+  that random minibatches of ``batch_size`` points sample (see there).
 
 The kernel is ``exp(-||z_i - z_j||^2 / (2 s_i s_j))``: with ``scale="global"``
 ``s_i = s_j = scale_``, the median distance to the ``scale_nbr``-th neighbour
@@ -115,6 +117,39 @@ class GaussianAffinity:
             return tf.constant(self.scale_, tf.float32)
         return tf.sqrt(tf.maximum(nbr_sq_dists[:, self.scale_nbr], 1e-12))[:, None]
 
+    def _ranks(self):
+        """The neighbour-rank parameters, which depend on the sample density."""
+        return {"scale_nbr": self.scale_nbr}
+
+    def for_full_data(self, n_samples, batch_size):
+        """The affinity on all ``n_samples`` points that minibatches sample.
+
+        A point's j-th neighbour within a random minibatch of m points is, on
+        average, its ``j N / m``-th neighbour among all N points. So the loss
+        SpectralNet minimizes over minibatches is, approximately (a minibatch
+        draws a soft boundary around that rank), that of the graph with every
+        neighbour rank scaled by N / m; its Laplacian has the true eigenvectors
+        the net approximates. The ``n_nbrs``-NN graph of all N points is far
+        sparser and more local. The embedding and the fitted global scale carry
+        over unchanged: the scale was measured on minibatch-sized samples.
+        """
+        if not 1 <= batch_size <= n_samples:
+            raise ValueError(
+                f"batch_size must be in [1, n_samples={n_samples}], got batch_size={batch_size}."
+            )
+        if self.scale == "global" and not hasattr(self, "scale_"):
+            raise ValueError(
+                "for_full_data needs a fitted affinity with scale='global': its scale is "
+                "measured on minibatch-sized samples. Call fit(x, batch_size) first."
+            )
+        ranks = {key: min(int(round(value * n_samples / batch_size)), n_samples - 1)
+                 for key, value in self._ranks().items()}
+        full = type(self)(scale=self.scale, embedding=self.embedding,
+                          n_scale_batches=self.n_scale_batches, **ranks)
+        if self.scale == "global":
+            full.scale_ = self.scale_
+        return full
+
     # -- affinity of a minibatch ------------------------------------------
     def __call__(self, x):
         """W of a minibatch of raw points x (embedded first, if an embedding is set)."""
@@ -175,6 +210,9 @@ class GaussianKNNAffinity(GaussianAffinity):
 
     def n_neighbors_needed(self):
         return max(self.n_nbrs, self.scale_nbr)
+
+    def _ranks(self):
+        return {"n_nbrs": self.n_nbrs, "scale_nbr": self.scale_nbr}
 
     def _check_params(self, batch_size):
         if not (isinstance(self.n_nbrs, (int, np.integer)) and self.n_nbrs >= 1):

@@ -89,3 +89,47 @@ def test_labeled_pairs_get_one_or_zero_and_others_keep_the_kernel():
     got = apply_labels(w, labels).numpy()
     expected = np.array([[0, 1, 0, 0.5], [1, 0, 0, 0.5], [0, 0, 0, 0.5], [0.5, 0.5, 0.5, 0]])
     np.testing.assert_allclose(got, expected)
+
+
+def test_full_data_affinity_scales_neighbour_ranks_and_keeps_the_scale():
+    x = np.random.default_rng(0).normal(size=(5000, 2)).astype(np.float32)
+    aff = GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="global", embedding=np.abs)
+    with pytest.raises(ValueError, match=r"needs a fitted affinity with scale='global'"):
+        aff.for_full_data(5000, 500)
+    aff.fit(x, batch_size=500)
+    full = aff.for_full_data(5000, 500)  # factor 10
+    assert (full.n_nbrs, full.scale_nbr, full.scale) == (100, 50, "global")
+    assert full.scale_ == aff.scale_ and full.embedding is np.abs
+    # Its graph connects each point to its 100 nearest (in |x|), with the batch scale.
+    w = full.graph(x[:1000])
+    assert (w > 0).sum(axis=1).min() >= 100
+    dense = FullGaussianAffinity(scale_nbr=3, scale="local").for_full_data(5000, 500)
+    assert dense.scale_nbr == 30 and not hasattr(dense, "scale_")
+    with pytest.raises(ValueError, match=r"batch_size must be in \[1, n_samples=50\], got batch_size=64"):
+        aff.for_full_data(50, 64)
+
+
+def test_minibatch_neighbours_are_edges_of_the_full_data_graph():
+    # The graph a random minibatch samples: a minibatch's kNN edges lie in the
+    # scaled full-data graph, not in the plain n_nbrs-NN graph of all points.
+    from sklearn.neighbors import NearestNeighbors
+
+    n, m, k = 4000, 400, 5
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, 2)).astype(np.float32)
+    aff = GaussianKNNAffinity(n_nbrs=k, scale_nbr=2).fit(x, batch_size=m)
+
+    def edges(n_nbrs):
+        idx = NearestNeighbors(n_neighbors=n_nbrs + 1).fit(x).kneighbors(x)[1][:, 1:]
+        return {(i, j) for i, row in enumerate(idx) for j in row}
+
+    full, plain = edges(aff.for_full_data(n, m).n_nbrs), edges(k)
+    batch = rng.choice(n, m, replace=False)
+    nbrs = NearestNeighbors(n_neighbors=k + 1).fit(x[batch]).kneighbors(x[batch])[1][:, 1:]
+    sampled = [(batch[i], batch[j]) for i, row in enumerate(nbrs) for j in row]
+    in_full = np.mean([e in full for e in sampled])
+    in_plain = np.mean([e in plain for e in sampled])
+    assert in_full > 0.75 and in_plain < 0.2, (in_full, in_plain)
+    # And the scaled graph gives each minibatch point about k neighbours in it.
+    in_batch = np.isin(np.array(sorted(full))[:, 1].reshape(n, -1)[batch], batch).sum(axis=1)
+    assert abs(in_batch.mean() - k) < 0.5

@@ -24,9 +24,29 @@ def test_run_writes_results_and_plots(tmp_path):
     for key in ("acc", "nmi", "grassmann", "exact_acc", "kmeans_acc"):
         assert 0.0 <= saved[key] <= 2.0
     assert saved["exact_acc"] == 1.0
+    # The reference graph is the one 1,024-point minibatches of the 1,500 sample.
+    assert saved["exact_graph"] == {"n_nbrs": round(10 * 1499 / 1023), "scale_nbr": round(3 * 1499 / 1023)}
     assert set(saved["seconds"]) >= {"total", "data", "exact", "train", "kmeans", "plots"}
     assert saved["config"]["hidden_units"] == [64, 64]
     assert saved["config"]["max_epochs"] == 3 and saved["config"]["seed"] == 0
     assert saved["acc"] == results["acc"]
     for png in ("clusters.png", "eigenvectors.png", "training.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_flags_override_the_dataset_config():
+    run = _load("run")
+    config = run.build_config(run.parse_args(
+        ["--dset", "mnist", "--siamese-nbrs", "3", "--siamese-epochs", "7"]))
+    assert config["siamese_n_nbrs"] == 3 and config["siamese_max_epochs"] == 7
+    assert run.build_config(run.parse_args(["--dset", "mnist"]))["siamese_n_nbrs"] == 5
+
+
+def test_too_large_reference_graph_is_refused_before_training(tmp_path, monkeypatch):
+    import pytest
+
+    run = _load("run")
+    monkeypatch.setattr(run, "MAX_REFERENCE_EDGES", 1000)
+    with pytest.raises(SystemExit, match=r"would have 22,500 edges \(n=1500, 15 neighbours each\)"):
+        run.main(["--dset", "cc", "--out", str(tmp_path / "cc"), "--quiet"])
+    assert not (tmp_path / "cc" / "results.json").exists()

@@ -40,3 +40,19 @@ def test_sparse_solver_matches_dense_solver(monkeypatch):
     monkeypatch.setattr(spectral, "DENSE_MAX_N", 10)
     sparse_vals, _ = smallest_eigenvectors(lap, 3)
     np.testing.assert_allclose(sparse_vals, dense_vals, atol=1e-8)
+
+
+def test_lobpcg_solver_matches_dense_eigenvectors_and_fails_if_unconverged(monkeypatch):
+    from spectralnet_tf import spectral
+    from spectralnet_tf.metrics import grassmann
+
+    x = np.random.default_rng(2).normal(size=(600, 2)).astype(np.float32)
+    w = GaussianKNNAffinity(n_nbrs=15, scale_nbr=5).fit(x, batch_size=600).graph(x)
+    lap = laplacian_matrix(w)
+    dense_vals, dense_vecs = smallest_eigenvectors(lap, 4)
+    monkeypatch.setattr(spectral, "DENSE_MAX_N", 10)
+    vals, vecs = smallest_eigenvectors(lap, 4)
+    np.testing.assert_allclose(vals, dense_vals, atol=1e-8)
+    assert grassmann(vecs, dense_vecs) < 1e-8
+    with pytest.raises(RuntimeError, match=r"did not converge in max_iter=1 iterations"):
+        smallest_eigenvectors(lap, 4, max_iter=1)
