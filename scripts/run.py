@@ -26,7 +26,10 @@ from spectralnet_tf import rundir  # noqa: E402
 from spectralnet_tf.atomic import atomic_file  # noqa: E402
 from spectralnet_tf.autoencoder import load_encoder  # noqa: E402
 from spectralnet_tf.datasets import DATASETS, MNIST_N_TRAIN, load_dataset  # noqa: E402
+from spectralnet_tf.affinity import AFFINITIES, SCALES  # noqa: E402
+from spectralnet_tf.losses import LAPLACIANS  # noqa: E402
 from spectralnet_tf.networks import OUTPUT_ACTIVATIONS  # noqa: E402
+from spectralnet_tf.train import GRADIENTS  # noqa: E402
 from spectralnet_tf.streaming import Rows, is_lazy, map_batches  # noqa: E402
 from spectralnet_tf.spectral import DENSE_MAX_N, spectral_clustering  # noqa: E402
 
@@ -55,19 +58,19 @@ def parse_args(argv=None):
     hp = p.add_argument_group("hyper-parameters (default: the data set's config, "
                               "else the SpectralNet default)")
     hp.add_argument("--hidden", help="hidden ReLU layer sizes, e.g. 1024,1024,512")
-    hp.add_argument("--kernel", choices=["knn", "full"], dest="affinity",
+    hp.add_argument("--kernel", choices=sorted(AFFINITIES), dest="affinity",
                     help="Gaussian affinity on the kNN graph or between all pairs")
     hp.add_argument("--n-nbrs", type=int, help="neighbours per point in the kNN affinity")
     hp.add_argument("--scale-nbr", type=int, help="the scale is the distance to this neighbour")
-    hp.add_argument("--scale", choices=["global", "local"])
-    hp.add_argument("--laplacian", choices=["unnormalized", "normalized"])
+    hp.add_argument("--scale", choices=SCALES)
+    hp.add_argument("--laplacian", choices=LAPLACIANS)
     hp.add_argument("--batch-size", type=int)
     hp.add_argument("--ortho-batch-size", type=int)
     hp.add_argument("--lr", type=float, dest="learning_rate", help="initial learning rate")
     hp.add_argument("--patience", type=int, help="epochs without improvement before LR/10")
     hp.add_argument("--epochs", type=int, dest="max_epochs", help="maximum epochs")
     hp.add_argument("--steps-per-epoch", type=int)
-    hp.add_argument("--gradient", choices=["projected", "plain"])
+    hp.add_argument("--gradient", choices=GRADIENTS)
     hp.add_argument("--output-activation", choices=OUTPUT_ACTIVATIONS,
                     help="activation of the size-k layer before Orthonorm (paper: tanh)")
     hp.add_argument("--siamese-epochs", type=int, dest="siamese_max_epochs",
