@@ -170,11 +170,11 @@ def exact_reference(net, affinity, z, y, results, seed):
     if not hasattr(affinity, "scale_"):
         affinity.fit(z, batch_size, seed=seed)
     full = affinity.for_full_data(len(z), batch_size)
-    edges = len(z) * full.n_neighbors_needed()
-    if edges > MAX_REFERENCE_EDGES:
+    per_point = full.n_neighbors_needed()
+    if len(z) * per_point > MAX_REFERENCE_EDGES:
         raise SystemExit(
-            f"run.py: the exact reference graph would have {edges:,} edges (n={len(z)}, "
-            f"{full.n_neighbors_needed()} neighbours each), more than {MAX_REFERENCE_EDGES:,}; "
+            f"run.py: the exact reference graph would have {len(z) * per_point:,} edges "
+            f"(n={len(z)}, {per_point} neighbours each), more than {MAX_REFERENCE_EDGES:,}; "
             "drop --grassmann for this data set."
         )
     labels, eigvecs = spectral_clustering(z, net.n_clusters, full, net.laplacian,

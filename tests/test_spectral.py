@@ -29,29 +29,27 @@ def test_eigenvectors_solve_the_laplacian(laplacian):
     np.testing.assert_allclose(vals, full[:3], atol=1e-8)
 
 
-def test_sparse_solver_matches_dense_solver(monkeypatch):
+def _dense_and_lobpcg(monkeypatch, seed, n, n_nbrs, scale_nbr, k):
+    """The Laplacian of a random kNN graph and its k eigenpairs from both solvers."""
     from spectralnet_tf import spectral
 
-    rng = np.random.default_rng(1)
-    x = rng.normal(size=(300, 2)).astype(np.float32)
-    w = GaussianKNNAffinity(n_nbrs=10, scale_nbr=2).fit(x, batch_size=300).graph(x)
+    x = np.random.default_rng(seed).normal(size=(n, 2)).astype(np.float32)
+    w = GaussianKNNAffinity(n_nbrs=n_nbrs, scale_nbr=scale_nbr).fit(x, batch_size=n).graph(x)
     lap = laplacian_matrix(w)
-    dense_vals, _ = smallest_eigenvectors(lap, 3)
+    dense = smallest_eigenvectors(lap, k)
     monkeypatch.setattr(spectral, "DENSE_MAX_N", 10)
-    sparse_vals, _ = smallest_eigenvectors(lap, 3)
+    return lap, dense, smallest_eigenvectors(lap, k)
+
+
+def test_sparse_solver_matches_dense_solver(monkeypatch):
+    _, (dense_vals, _), (sparse_vals, _) = _dense_and_lobpcg(monkeypatch, 1, 300, 10, 2, 3)
     np.testing.assert_allclose(sparse_vals, dense_vals, atol=1e-8)
 
 
 def test_lobpcg_solver_matches_dense_eigenvectors_and_fails_if_unconverged(monkeypatch):
-    from spectralnet_tf import spectral
     from spectralnet_tf.metrics import grassmann
 
-    x = np.random.default_rng(2).normal(size=(600, 2)).astype(np.float32)
-    w = GaussianKNNAffinity(n_nbrs=15, scale_nbr=5).fit(x, batch_size=600).graph(x)
-    lap = laplacian_matrix(w)
-    dense_vals, dense_vecs = smallest_eigenvectors(lap, 4)
-    monkeypatch.setattr(spectral, "DENSE_MAX_N", 10)
-    vals, vecs = smallest_eigenvectors(lap, 4)
+    lap, (dense_vals, dense_vecs), (vals, vecs) = _dense_and_lobpcg(monkeypatch, 2, 600, 15, 5, 4)
     np.testing.assert_allclose(vals, dense_vals, atol=1e-8)
     assert grassmann(vecs, dense_vecs) < 1e-8
     with pytest.raises(RuntimeError, match=r"did not converge in max_iter=1 iterations"):
