@@ -151,14 +151,27 @@ def load_encoder(path):
     return encoder
 
 
+def mask_inputs(batch, rate, generator):
+    """Denoising corruption: zero each input value with probability ``rate`` and
+    scale the rest by 1 / (1 - rate), so the mean input is unchanged and the
+    encoder sees clean inputs of the same scale after training."""
+    keep = tf.cast(generator.uniform(tf.shape(batch)) >= rate, batch.dtype)
+    return batch * keep / (1.0 - rate)
+
+
 def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rate=1e-3,
-                      validation_fraction=0.01, seed=0, verbose=1, checkpointer=None):
-    """Plain reconstruction training: MSE, Adam at a constant learning rate,
-    a fresh shuffle each epoch. Each epoch is one compiled ``tf.function``; with
+                      input_dropout=0.0, validation_fraction=0.01, seed=0, verbose=1,
+                      checkpointer=None):
+    """Reconstruction training: MSE, Adam at a constant learning rate, a fresh
+    shuffle each epoch. With ``input_dropout`` > 0 it is a denoising
+    autoencoder: each batch is corrupted by ``mask_inputs`` and the clean batch
+    is the target. Each epoch is one compiled ``tf.function``; with
     a ``checkpointer`` every epoch is saved and an interrupted run resumes with
     the same weights, optimizer state and shuffling stream. The validation loss
     (on a random ``validation_fraction`` of x, also trained on) is reported only.
     Returns the history dict."""
+    if not 0.0 <= input_dropout < 1.0:
+        raise ValueError(f"input_dropout must be in [0, 1), got input_dropout={input_dropout!r}.")
     x = np.asarray(x, dtype=np.float32)
     n = len(x)
     x_all = tf.constant(x)
@@ -169,8 +182,8 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
     optimizer.build(autoencoder.trainable_variables)
     schedule = PlateauSchedule(optimizer, patience=np.inf)  # constant learning rate
 
-    def mse(batch):
-        return tf.reduce_mean(tf.square(autoencoder(batch, training=True) - batch))
+    def mse(inputs, target):
+        return tf.reduce_mean(tf.square(autoencoder(inputs, training=True) - target))
 
     @tf.function
     def run_epoch():
@@ -178,8 +191,9 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
         total = tf.constant(0.0)
         for s in tf.range(steps):
             batch = tf.gather(x_all, order[s * batch_size:(s + 1) * batch_size])
+            inputs = mask_inputs(batch, input_dropout, generator) if input_dropout else batch
             with tf.GradientTape() as tape:
-                loss = mse(batch)
+                loss = mse(inputs, batch)
             grads = tape.gradient(loss, autoencoder.trainable_variables)
             optimizer.apply_gradients(zip(grads, autoencoder.trainable_variables))
             total += loss
@@ -187,7 +201,7 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
 
     @tf.function
     def validation_loss():
-        return mse(val)
+        return mse(val, val)
 
     return run_epochs(run_epoch, validation_loss, schedule, epochs, verbose, name="Autoencoder",
                       checkpointer=checkpointer,
