@@ -9,8 +9,11 @@ import h5py
 import numpy as np
 import pytest
 
+import tensorflow as tf
+
 from spectralnet_tf.autoencoder import (build_autoencoder, load_ae_weights, load_encoder,
-                                        read_ae_weights, save_ae_weights, train_autoencoder)
+                                        mask_inputs, read_ae_weights, save_ae_weights,
+                                        train_autoencoder)
 from spectralnet_tf.checkpoint import Checkpointer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -110,24 +113,50 @@ def test_reuters_layout_loads_with_its_sizes_read_from_the_file(tmp_path):
     np.testing.assert_allclose(encoder.predict(x, verbose=0), h, rtol=1e-4, atol=1e-5)
 
 
-def _small_ae_training(epochs, checkpointer=None):
+def _small_ae_training(epochs, checkpointer=None, input_dropout=0.0):
     rng = np.random.default_rng(0)  # points near a 3-d manifold in [0, 1]^20
     x = (0.5 + 0.4 * np.tanh(rng.normal(size=(300, 3)) @ rng.normal(size=(3, 20)))).astype(np.float32)
     ae, _ = build_autoencoder(20, (32, 32, 64), 3, seed=0)
     hist = train_autoencoder(ae, x, epochs=epochs, batch_size=32, learning_rate=3e-3, seed=3,
-                             verbose=0, checkpointer=checkpointer)
+                             input_dropout=input_dropout, verbose=0, checkpointer=checkpointer)
     return ae, hist
 
 
-def test_autoencoder_training_lowers_the_loss_and_resumes_exactly(tmp_path):
-    full, full_hist = _small_ae_training(6)
-    assert full_hist["loss"][-1] < 0.5 * full_hist["loss"][0]
+@pytest.mark.parametrize("input_dropout", [0.0, 0.2])
+def test_autoencoder_training_lowers_the_loss_and_resumes_exactly(tmp_path, input_dropout):
+    full, full_hist = _small_ae_training(6, input_dropout=input_dropout)
+    # The validation loss is on clean inputs: the reconstruction error itself.
+    assert full_hist["val_loss"][-1] < 0.5 * full_hist["val_loss"][0]
     ckpt = Checkpointer(str(tmp_path / "ae"))
-    _small_ae_training(3, ckpt)  # "killed" after epoch 3
-    resumed, resumed_hist = _small_ae_training(6, ckpt)
+    _small_ae_training(3, ckpt, input_dropout)  # "killed" after epoch 3
+    resumed, resumed_hist = _small_ae_training(6, ckpt, input_dropout)
     for a, b in zip(full.get_weights(), resumed.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(resumed_hist["loss"], full_hist["loss"], rtol=1e-5)
+
+
+def test_mask_inputs_zeroes_the_rate_and_keeps_the_mean():
+    batch = tf.fill((400, 250), 0.6)
+    masked = mask_inputs(batch, 0.25, tf.random.Generator.from_seed(0)).numpy()
+    zeroed = masked == 0.0
+    assert abs(zeroed.mean() - 0.25) < 0.01
+    np.testing.assert_allclose(masked[~zeroed], 0.6 / 0.75, rtol=1e-6)
+    assert abs(masked.mean() - 0.6) < 0.01
+
+
+def test_denoising_training_differs_from_plain_training():
+    plain, _ = _small_ae_training(2)
+    denoising, _ = _small_ae_training(2, input_dropout=0.2)
+    assert not np.allclose(plain.get_weights()[0], denoising.get_weights()[0])
+
+
+@pytest.mark.parametrize("rate", [-0.1, 1.0])
+def test_bad_input_dropout_is_named(rate, load_script, capsys):
+    with pytest.raises(ValueError, match=rf"input_dropout must be in \[0, 1\), got input_dropout={rate}"):
+        _small_ae_training(1, input_dropout=rate)
+    with pytest.raises(SystemExit):
+        load_script("pretrain_ae").parse_args(["--input-dropout", str(rate)])
+    assert f"--input-dropout must be in [0, 1), got {rate}" in capsys.readouterr().err
 
 
 def test_pretrain_script_killed_then_resumed_writes_the_uninterrupted_weights(tmp_path):

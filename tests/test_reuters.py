@@ -60,29 +60,19 @@ def test_missing_files_are_listed_with_their_source(tmp_path):
     assert not (tmp_path / "out.h5").exists()
 
 
-def _load_script(name):
-    import importlib.util
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    spec = importlib.util.spec_from_file_location(name, os.path.join(root, "scripts", f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_synthetic_corpus_end_to_end_clusters_above_chance(tmp_path):
+def test_synthetic_corpus_end_to_end_clusters_above_chance(tmp_path, load_script):
     """Token files -> make_reuters.py -> pretrain_ae.py --dset reuters ->
     run.py --dset reuters --split (streamed from the HDF5, code space, Siamese)."""
     _write_corpus(str(tmp_path / "src"), n_docs=600)
     data_dir = tmp_path / "data"
-    _load_script("make_reuters").main(["--src", str(tmp_path / "src"),
+    load_script("make_reuters").main(["--src", str(tmp_path / "src"),
                                        "--out", str(data_dir / "reuters.h5")])
     ae = str(tmp_path / "ae_reuters.h5")
-    provenance = _load_script("pretrain_ae").main(
+    provenance = load_script("pretrain_ae").main(
         ["--dset", "reuters", "--data-dir", str(data_dir), "--epochs", "30", "--out", ae,
          "--checkpoint-dir", str(tmp_path / "ae_ckpt"), "--quiet"])
     assert provenance["architecture"].startswith("121-500-500-2000-10")  # 4x30 words + "the"
-    results = _load_script("run").main(
+    results = load_script("run").main(
         ["--dset", "reuters", "--data-dir", str(data_dir), "--ae-weights", ae, "--split",
          "--out", str(tmp_path / "run"), "--batch-size", "128", "--epochs", "20",
          "--siamese-epochs", "20", "--no-plots", "--quiet"])

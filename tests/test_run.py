@@ -1,21 +1,10 @@
 """scripts/run.py end to end on a small budget."""
 
-import importlib.util
 import json
-import os
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "scripts", f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_run_writes_results_and_plots(tmp_path):
-    run = _load("run")
+def test_run_writes_results_and_plots(tmp_path, load_script):
+    run = load_script("run")
     out = tmp_path / "cc"
     results = run.main(["--dset", "cc", "--out", str(out), "--hidden", "64,64",
                         "--epochs", "3", "--quiet"])
@@ -34,18 +23,18 @@ def test_run_writes_results_and_plots(tmp_path):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_flags_override_the_dataset_config():
-    run = _load("run")
+def test_flags_override_the_dataset_config(load_script):
+    run = load_script("run")
     config = run.build_config(run.parse_args(
         ["--dset", "mnist", "--siamese-nbrs", "3", "--siamese-epochs", "7"]))
     assert config["siamese_n_nbrs"] == 3 and config["siamese_max_epochs"] == 7
     assert run.build_config(run.parse_args(["--dset", "mnist"]))["siamese_n_nbrs"] == 5
 
 
-def test_too_large_reference_graph_is_refused_before_training(tmp_path, monkeypatch):
+def test_too_large_reference_graph_is_refused_before_training(tmp_path, monkeypatch, load_script):
     import pytest
 
-    run = _load("run")
+    run = load_script("run")
     monkeypatch.setattr(run, "MAX_REFERENCE_EDGES", 1000)
     with pytest.raises(SystemExit, match=r"would have 22,500 edges \(n=1500, 15 neighbours each\)"):
         run.main(["--dset", "cc", "--out", str(tmp_path / "cc"), "--quiet"])
