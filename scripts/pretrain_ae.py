@@ -45,6 +45,8 @@ DEFAULT_OUT = {
 }
 #: Decoder output: pixels in [0, 1] (sigmoid); tf-idf values (linear).
 OUTPUT_ACTIVATION = {"mnist": "sigmoid", "reuters": None}
+#: MNIST rows are 28 x 28 images (for --max-shift).
+MNIST_IMAGE_SHAPE = (28, 28)
 #: Points trained on by default (None: all); the paper's Reuters AE used 10,000.
 DEFAULT_SUBSET = {"mnist": None, "reuters": 10000}
 
@@ -71,7 +73,10 @@ def parse_args(argv=None):
     p.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
     p.add_argument("--input-dropout", type=float, default=0.0,
                    help="denoising: zero this fraction of input values in each batch "
-                        "(the committed 60k MNIST weights use 0.2)")
+                        "(0 = plain reconstruction)")
+    p.add_argument("--max-shift", type=float, default=0.0,
+                   help="MNIST augmentation: move each image by a random offset of up to "
+                        "this many pixels along each axis (the committed 60k weights use 2)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data-dir", help=f"folder with mnist.npz / reuters.h5 (default: ${DATA_DIR_ENV})")
     p.add_argument("--out", help="weight file (default: pretrained_ae/ae_<dset>[_train60k]_weights.h5)")
@@ -86,6 +91,10 @@ def parse_args(argv=None):
         value = getattr(args, name)
         if value is not None and value < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {value}.")
+    if args.max_shift < 0:
+        p.error(f"--max-shift must be >= 0, got {args.max_shift}.")
+    if args.max_shift and args.dset != "mnist":
+        p.error(f"--max-shift moves images; --dset {args.dset} has none.")
     if not 0.0 <= args.input_dropout < 1.0:
         p.error(f"--input-dropout must be in [0, 1), got {args.input_dropout}.")
     return args
@@ -134,7 +143,8 @@ def main(argv=None):
         x.shape[1], output_activation=OUTPUT_ACTIVATION[args.dset], seed=args.seed)
     history = train_autoencoder(
         autoencoder, x, epochs=args.epochs, batch_size=args.batch_size,
-        learning_rate=args.lr, input_dropout=args.input_dropout, seed=args.seed,
+        learning_rate=args.lr, input_dropout=args.input_dropout, max_shift=args.max_shift,
+        image_shape=MNIST_IMAGE_SHAPE if args.dset == "mnist" else None, seed=args.seed,
         verbose=0 if args.quiet else 1, checkpointer=checkpointer)
     save_ae_weights(autoencoder, out)
 
@@ -148,7 +158,7 @@ def main(argv=None):
                  "sha256": sha256(data_file) if os.path.exists(data_file) else None},
         "architecture": "-".join(str(d) for d in (x.shape[1], 500, 500, 2000, 10))
         + f" ReLU, linear code, mirrored decoder, {OUTPUT_ACTIVATION[args.dset] or 'linear'} output",
-        "loss": "mse", "input_dropout": args.input_dropout,
+        "loss": "mse", "input_dropout": args.input_dropout, "max_shift": args.max_shift,
         "optimizer": f"Adam(lr={args.lr})", "batch_size": args.batch_size,
         "epochs": len(history["loss"]), "seed": args.seed,
         "final_loss": float(history["loss"][-1]),

@@ -159,19 +159,47 @@ def mask_inputs(batch, rate, generator):
     return batch * keep / (1.0 - rate)
 
 
+def translate_images(batch, max_shift, generator, image_shape):
+    """Augmentation for images stored as flat rows: move each image by its own
+    random offset, uniform in [-max_shift, max_shift] pixels along each axis
+    (bilinear interpolation, zero fill)."""
+    n = tf.shape(batch)[0]
+    offset = generator.uniform([n, 2], -max_shift, max_shift)
+    one, zero = tf.ones([n, 1]), tf.zeros([n, 1])
+    # Projective transform rows [a0, a1, a2, b0, b1, b2, c0, c1]: a pure translation.
+    transform = tf.concat([one, zero, offset[:, :1], zero, one, offset[:, 1:], zero, zero], axis=1)
+    images = tf.reshape(batch, [n, *image_shape, 1])
+    moved = keras.ops.image.affine_transform(images, transform, interpolation="bilinear",
+                                             fill_mode="constant", fill_value=0.0,
+                                             data_format="channels_last")
+    return tf.reshape(moved, tf.shape(batch))
+
+
 def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rate=1e-3,
-                      input_dropout=0.0, validation_fraction=0.01, seed=0, verbose=1,
-                      checkpointer=None):
+                      input_dropout=0.0, max_shift=0.0, image_shape=None,
+                      validation_fraction=0.01, seed=0, verbose=1, checkpointer=None):
     """Reconstruction training: MSE, Adam at a constant learning rate, a fresh
-    shuffle each epoch. With ``input_dropout`` > 0 it is a denoising
-    autoencoder: each batch is corrupted by ``mask_inputs`` and the clean batch
-    is the target. Each epoch is one compiled ``tf.function``; with
+    shuffle each epoch.
+
+    With ``max_shift`` > 0 (rows of x are images of ``image_shape``) each batch
+    is first moved by ``translate_images``, and the moved images are both
+    input and target: more handwriting positions to learn from. With
+    ``input_dropout`` > 0 it is a denoising autoencoder: the input is
+    corrupted by ``mask_inputs`` and the uncorrupted batch is the target.
+    Each epoch is one compiled ``tf.function``; with
     a ``checkpointer`` every epoch is saved and an interrupted run resumes with
     the same weights, optimizer state and shuffling stream. The validation loss
     (on a random ``validation_fraction`` of x, also trained on) is reported only.
     Returns the history dict."""
     if not 0.0 <= input_dropout < 1.0:
         raise ValueError(f"input_dropout must be in [0, 1), got input_dropout={input_dropout!r}.")
+    if max_shift < 0:
+        raise ValueError(f"max_shift must be >= 0, got max_shift={max_shift!r}.")
+    if max_shift and (image_shape is None or int(np.prod(image_shape)) != np.shape(x)[1]):
+        raise ValueError(
+            f"max_shift needs the image_shape of x's rows ({np.shape(x)[1]} values each), "
+            f"got image_shape={image_shape!r}."
+        )
     x = np.asarray(x, dtype=np.float32)
     n = len(x)
     x_all = tf.constant(x)
@@ -191,6 +219,8 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
         total = tf.constant(0.0)
         for s in tf.range(steps):
             batch = tf.gather(x_all, order[s * batch_size:(s + 1) * batch_size])
+            if max_shift:
+                batch = translate_images(batch, max_shift, generator, image_shape)
             inputs = mask_inputs(batch, input_dropout, generator) if input_dropout else batch
             with tf.GradientTape() as tape:
                 loss = mse(inputs, batch)
