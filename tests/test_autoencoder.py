@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from spectralnet_tf.autoencoder import (build_autoencoder, load_ae_weights, load_encoder,
                                         mask_inputs, read_ae_weights, save_ae_weights,
-                                        train_autoencoder)
+                                        train_autoencoder, translate_images)
 from spectralnet_tf.checkpoint import Checkpointer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -113,23 +113,25 @@ def test_reuters_layout_loads_with_its_sizes_read_from_the_file(tmp_path):
     np.testing.assert_allclose(encoder.predict(x, verbose=0), h, rtol=1e-4, atol=1e-5)
 
 
-def _small_ae_training(epochs, checkpointer=None, input_dropout=0.0):
+def _small_ae_training(epochs, checkpointer=None, input_dropout=0.0, max_shift=0.0):
     rng = np.random.default_rng(0)  # points near a 3-d manifold in [0, 1]^20
     x = (0.5 + 0.4 * np.tanh(rng.normal(size=(300, 3)) @ rng.normal(size=(3, 20)))).astype(np.float32)
     ae, _ = build_autoencoder(20, (32, 32, 64), 3, seed=0)
     hist = train_autoencoder(ae, x, epochs=epochs, batch_size=32, learning_rate=3e-3, seed=3,
-                             input_dropout=input_dropout, verbose=0, checkpointer=checkpointer)
+                             input_dropout=input_dropout, max_shift=max_shift,
+                             image_shape=(4, 5) if max_shift else None, verbose=0,
+                             checkpointer=checkpointer)
     return ae, hist
 
 
-@pytest.mark.parametrize("input_dropout", [0.0, 0.2])
-def test_autoencoder_training_lowers_the_loss_and_resumes_exactly(tmp_path, input_dropout):
-    full, full_hist = _small_ae_training(6, input_dropout=input_dropout)
+@pytest.mark.parametrize("corruption", [{}, {"input_dropout": 0.2}, {"max_shift": 0.5}])
+def test_autoencoder_training_lowers_the_loss_and_resumes_exactly(tmp_path, corruption):
+    full, full_hist = _small_ae_training(6, **corruption)
     # The validation loss is on clean inputs: the reconstruction error itself.
     assert full_hist["val_loss"][-1] < 0.5 * full_hist["val_loss"][0]
     ckpt = Checkpointer(str(tmp_path / "ae"))
-    _small_ae_training(3, ckpt, input_dropout)  # "killed" after epoch 3
-    resumed, resumed_hist = _small_ae_training(6, ckpt, input_dropout)
+    _small_ae_training(3, ckpt, **corruption)  # "killed" after epoch 3
+    resumed, resumed_hist = _small_ae_training(6, ckpt, **corruption)
     for a, b in zip(full.get_weights(), resumed.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(resumed_hist["loss"], full_hist["loss"], rtol=1e-5)
@@ -142,6 +144,22 @@ def test_mask_inputs_zeroes_the_rate_and_keeps_the_mean():
     assert abs(zeroed.mean() - 0.25) < 0.01
     np.testing.assert_allclose(masked[~zeroed], 0.6 / 0.75, rtol=1e-6)
     assert abs(masked.mean() - 0.6) < 0.01
+
+
+def test_translate_images_moves_each_image_by_its_own_offset_within_the_bound():
+    images = np.zeros((64, 28, 28), np.float32)
+    images[:, 12:16, 12:16] = 1.0  # a 4 x 4 square in the middle: stays inside when moved
+    moved = translate_images(tf.constant(images.reshape(64, -1)), 2.0,
+                             tf.random.Generator.from_seed(0), (28, 28)).numpy().reshape(64, 28, 28)
+    np.testing.assert_allclose(moved.sum(axis=(1, 2)), 16.0, rtol=1e-5)  # nothing lost
+    grid = np.arange(28)
+
+    def centre(imgs):
+        return np.stack([(imgs.sum(2) * grid).sum(1), (imgs.sum(1) * grid).sum(1)], 1) / imgs.sum((1, 2))[:, None]
+
+    offset = centre(moved) - centre(images)
+    assert np.abs(offset).max() <= 2.0 + 1e-4
+    assert np.abs(offset).max() > 1.0 and len(np.unique(offset.round(3), axis=0)) == 64
 
 
 def test_denoising_training_differs_from_plain_training():
@@ -157,6 +175,23 @@ def test_bad_input_dropout_is_named(rate, load_script, capsys):
     with pytest.raises(SystemExit):
         load_script("pretrain_ae").parse_args(["--input-dropout", str(rate)])
     assert f"--input-dropout must be in [0, 1), got {rate}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"max_shift": -1.0}, r"max_shift must be >= 0, got max_shift=-1.0"),
+    ({"max_shift": 1.0}, r"max_shift needs the image_shape of x's rows \(20 values each\), got image_shape=None"),
+    ({"max_shift": 1.0, "image_shape": (4, 4)}, r"got image_shape=\(4, 4\)"),
+])
+def test_bad_translation_arguments_are_named(kwargs, message):
+    ae, _ = build_autoencoder(20, (8, 8, 8), 2, seed=0)
+    with pytest.raises(ValueError, match=message):
+        train_autoencoder(ae, np.zeros((10, 20), np.float32), epochs=1, verbose=0, **kwargs)
+
+
+def test_pretrain_script_refuses_shifts_without_images(load_script, capsys):
+    with pytest.raises(SystemExit):
+        load_script("pretrain_ae").parse_args(["--dset", "reuters", "--max-shift", "1"])
+    assert "--max-shift moves images; --dset reuters has none." in capsys.readouterr().err
 
 
 def test_pretrain_script_killed_then_resumed_writes_the_uninterrupted_weights(tmp_path):
