@@ -4,12 +4,10 @@ appends a table to BENCHMARKS.md (machine, date, command).
 
     python scripts/ablations.py affinity    # exact spectral clustering of 5,000 codes per affinity
     python scripts/ablations.py siamese     # Siamese output layer: ReLU (paper) vs linear
-    python scripts/ablations.py denoising   # AE input dropout 0 vs 0.2, judged on unseen training digits
     python scripts/ablations.py codes [H5 ...]   # 10-NN label probe of the test digits' codes
 
-The label probes (10-NN classifiers) only measure how well a code space separates
-the digits; no setting is chosen on the 10k test digits (``denoising`` holds out
-training digits instead).
+The label probe (a 10-NN classifier) only measures how well a code space
+separates the digits; SpectralNet never sees a label.
 """
 
 import argparse
@@ -28,7 +26,7 @@ from sklearn.neighbors import KNeighborsClassifier  # noqa: E402
 
 from bench import append  # noqa: E402
 from spectralnet_tf.affinity import GaussianKNNAffinity  # noqa: E402
-from spectralnet_tf.autoencoder import build_autoencoder, load_encoder, train_autoencoder  # noqa: E402
+from spectralnet_tf.autoencoder import load_encoder  # noqa: E402
 from spectralnet_tf.datasets import MNIST_N_TRAIN, load_dataset  # noqa: E402
 from spectralnet_tf.metrics import acc  # noqa: E402
 from spectralnet_tf.neighbors import ExactNeighbors  # noqa: E402
@@ -87,26 +85,6 @@ def probe(z_fit, y_fit, z_eval, y_eval):
     return float((KNeighborsClassifier(10).fit(z_fit, y_fit).predict(z_eval) == y_eval).mean())
 
 
-def ablate_denoising(command, epochs=100):
-    """Train on the first 50,000 training digits; training digits 50,000-59,999
-    are the unseen ones (the 10k test digits stay out of the choice)."""
-    x, y, _ = load_dataset("mnist")
-    fit, unseen = slice(0, 50000), slice(50000, MNIST_N_TRAIN)
-    rows = []
-    for rate in (0.0, 0.2):
-        keras.utils.set_random_seed(0)
-        ae, encoder = build_autoencoder(seed=0)
-        hist = train_autoencoder(ae, x[fit], epochs=epochs, input_dropout=rate, seed=0, verbose=0)
-        z = encoder.predict(x[:MNIST_N_TRAIN], batch_size=4096, verbose=0)
-        mse = float(np.mean(np.square(ae.predict(x[unseen], batch_size=4096, verbose=0) - x[unseen])))
-        seen = probe(z[:40000], y[:40000], z[40000:50000], y[40000:50000])
-        rows.append([rate, f"{mse:.5f}", f"{seen:.4f}",
-                     f"{probe(z[fit], y[fit], z[unseen], y[unseen]):.4f}", f"{hist['seconds']:.0f}"])
-    append(f"Denoising autoencoder: trained on the first 50,000 MNIST training digits, {epochs} epochs",
-           ["input dropout", "MSE on unseen digits", "10-NN probe, seen (40k -> 10k)",
-            "10-NN probe, unseen (50k -> 10k)", "train s"], rows, command)
-
-
 def ablate_codes(command, files):
     """How well each autoencoder's code separates the 10k test digits (probe
     fitted on the 60k training codes), against held-out training digits."""
@@ -135,7 +113,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=["affinity", "siamese", "denoising", "codes"])
+    p.add_argument("what", choices=["affinity", "siamese", "codes"])
     p.add_argument("files", nargs="*", help="codes: autoencoder weight files "
                    "(default: pretrained_ae/ae_mnist*.h5)")
     args = p.parse_args(argv)
@@ -144,9 +122,7 @@ def main(argv=None):
         return ablate_codes(command, args.files)
     if args.files:
         p.error(f"only 'codes' takes weight files, got {args.files} for {args.what!r}.")
-    ablations = {"affinity": ablate_affinity, "siamese": ablate_siamese,
-                 "denoising": ablate_denoising}
-    ablations[args.what](command)
+    {"affinity": ablate_affinity, "siamese": ablate_siamese}[args.what](command)
 
 
 if __name__ == "__main__":
