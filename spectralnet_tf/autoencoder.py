@@ -188,8 +188,9 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
     corrupted by ``mask_inputs`` and the uncorrupted batch is the target.
     Each epoch is one compiled ``tf.function``; with
     a ``checkpointer`` every epoch is saved and an interrupted run resumes with
-    the same weights, optimizer state and shuffling stream. The validation loss
-    (on a random ``validation_fraction`` of x, also trained on) is reported only.
+    the same weights, optimizer state, shuffling and augmentation stream. The
+    validation loss (on a random ``validation_fraction`` of x, also trained on;
+    neither shifted nor corrupted) is reported only.
     Returns the history dict."""
     if not 0.0 <= input_dropout < 1.0:
         raise ValueError(f"input_dropout must be in [0, 1), got input_dropout={input_dropout!r}.")
