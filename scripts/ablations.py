@@ -25,6 +25,7 @@ import numpy as np  # noqa: E402
 from sklearn.neighbors import KNeighborsClassifier  # noqa: E402
 
 from bench import append  # noqa: E402
+from pretrain_ae import sha256  # noqa: E402
 from spectralnet_tf.affinity import GaussianKNNAffinity  # noqa: E402
 from spectralnet_tf.autoencoder import load_encoder  # noqa: E402
 from spectralnet_tf.datasets import MNIST_N_TRAIN, load_dataset  # noqa: E402
@@ -88,8 +89,6 @@ def probe(z_fit, y_fit, z_eval, y_eval):
 def ablate_codes(command, files):
     """How well each autoencoder's code separates the 10k test digits (probe
     fitted on the 60k training codes), against held-out training digits."""
-    import hashlib
-
     x, y, _ = load_dataset("mnist")
     n = MNIST_N_TRAIN
 
@@ -99,10 +98,8 @@ def ablate_codes(command, files):
 
     rows = []
     for path in files or sorted(glob.glob(os.path.join(os.path.dirname(AE), "ae_mnist*.h5"))):
-        with open(path, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()[:12]
         z = load_encoder(path).predict(x, batch_size=4096, verbose=0)
-        rows.append([os.path.basename(path), digest, *probes(z)])
+        rows.append([os.path.basename(path), sha256(path)[:12], *probes(z)])
     rows.append(["(pixels)", "", *probes(x)])
     append("10-NN label probe of MNIST autoencoder codes",
            ["weights", "sha256", "training digits 50k-60k (from the first 50k)",

@@ -33,7 +33,8 @@ from spectralnet_tf.autoencoder import (build_autoencoder, save_ae_weights,  # n
 from spectralnet_tf.centroids import (centroid_distances, fit_centroids,  # noqa: E402
                                       nearest_centroid)
 from spectralnet_tf.checkpoint import Checkpointer  # noqa: E402
-from spectralnet_tf.datasets import DATA_DIR_ENV, MNIST_N_TRAIN, mnist, reuters  # noqa: E402
+from spectralnet_tf.datasets import (DATA_DIR_ENV, MNIST_IMAGE_SHAPE, MNIST_N_TRAIN,  # noqa: E402
+                                     mnist, reuters)
 from spectralnet_tf.metrics import acc, nmi  # noqa: E402
 from spectralnet_tf.streaming import Rows  # noqa: E402
 
@@ -45,8 +46,6 @@ DEFAULT_OUT = {
 }
 #: Decoder output: pixels in [0, 1] (sigmoid); tf-idf values (linear).
 OUTPUT_ACTIVATION = {"mnist": "sigmoid", "reuters": None}
-#: MNIST rows are 28 x 28 images (for --max-shift).
-MNIST_IMAGE_SHAPE = (28, 28)
 #: Points trained on by default (None: all); the paper's Reuters AE used 10,000.
 DEFAULT_SUBSET = {"mnist": None, "reuters": 10000}
 

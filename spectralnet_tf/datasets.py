@@ -13,6 +13,8 @@ from .streaming import is_lazy
 DATA_DIR_ENV = "SPECTRALNET_DATA_DIR"
 #: MNIST's original training split: the first 60,000 of the 70,000 points.
 MNIST_N_TRAIN = 60000
+#: Each MNIST row is one of these images, flattened.
+MNIST_IMAGE_SHAPE = (28, 28)
 
 
 def nested_cs(n=1500, noise=0.03, seed=0):
@@ -115,7 +117,7 @@ def mnist(seed=0, data_dir=None):
             ) from err
         parts = xa, ya, xb, yb
     x_train, y_train, x_test, y_test = parts
-    x = np.concatenate([x_train, x_test]).reshape(-1, 784).astype(np.float32) / 255.0
+    x = np.concatenate([x_train, x_test]).reshape(-1, int(np.prod(MNIST_IMAGE_SHAPE))).astype(np.float32) / 255.0
     return x, np.concatenate([y_train, y_test]).astype(np.int64)
 
 

@@ -8,7 +8,6 @@ import time
 import h5py
 import numpy as np
 import pytest
-
 import tensorflow as tf
 
 from spectralnet_tf.autoencoder import (build_autoencoder, load_ae_weights, load_encoder,

@@ -66,7 +66,7 @@ def test_synthetic_corpus_end_to_end_clusters_above_chance(tmp_path, load_script
     _write_corpus(str(tmp_path / "src"), n_docs=600)
     data_dir = tmp_path / "data"
     load_script("make_reuters").main(["--src", str(tmp_path / "src"),
-                                       "--out", str(data_dir / "reuters.h5")])
+                                      "--out", str(data_dir / "reuters.h5")])
     ae = str(tmp_path / "ae_reuters.h5")
     provenance = load_script("pretrain_ae").main(
         ["--dset", "reuters", "--data-dir", str(data_dir), "--epochs", "30", "--out", ae,
