@@ -494,17 +494,20 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         return self._assign(self.transform(X))
 
     # --------------------------------------------------------- persistence
-    def export(self, base_dir="export", name="spectralnet"):
+    def export(self, base_dir="export", name="spectralnet", serving_root="/models"):
         """Export the fitted embedder and centroids as a SavedModel for TF-Serving.
 
         Writes the next integer version ``base_dir/name/<version>/`` atomically
-        and returns its path. Signature ``serving_default``: input ``x``
-        (float32, [None, n_features_in_]); outputs ``embedding`` (float32,
-        [None, k]), ``cluster`` (int64, [None]), ``distances`` (float32,
-        [None, n_clusters]).
+        (through Keras 3's ``ExportArchive``) and returns its path. Signature
+        ``serving_default``: input ``x`` (float32, [None, n_features_in_]);
+        outputs ``embedding`` (float32, [None, k]), ``cluster`` (int64,
+        [None]), ``distances`` (float32, [None, n_clusters]). Then rewrites
+        ``base_dir/models.config`` for every model in ``base_dir``, with base
+        paths under ``serving_root`` (where the server sees ``base_dir``).
         """
         self._check_fitted()
-        return export_saved_model(self.model_, self.cluster_centers_, base_dir, name)
+        return export_saved_model(self.model_, self.cluster_centers_, base_dir, name,
+                                  serving_root=serving_root)
 
     def save(self, path):
         """Save the fitted estimator to the new directory ``path``.

@@ -13,17 +13,31 @@ Both are written atomically (``atomic.py``).
 
 import json
 import os
+import re
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from .atomic import atomic_directory, publish
+from .atomic import atomic_directory, atomic_file, publish
 from .centroids import centroid_distances, nearest_centroid
 
 SIGNATURE = "serving_default"
 EMBEDDER_FILE = "embedder.keras"
 STATE_FILE = "estimator.json"
+MODELS_CONFIG = "models.config"
+#: Where TF-Serving sees the export directory (the Docker mount in the README).
+DEFAULT_SERVING_ROOT = "/models"
+#: Model names: one directory, and a name TF-Serving accepts in a URL.
+MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+MODELS_CONFIG_HEADER = """\
+# TF-Serving ModelServerConfig (text format), rewritten by every export for the
+# models present here. Serve it with:
+#   docker run -p 8500:8500 -p 8501:8501 -v "$PWD/export:/models" tensorflow/serving \\
+#     --model_config_file=/models/models.config
+# base_path is where the server sees this folder ({root}); it loads each model's
+# newest integer version directory.
+"""
 
 
 def _versions(model_dir):
@@ -31,16 +45,17 @@ def _versions(model_dir):
 
 
 def serving_function(embedder, centers):
-    """The ``serving_default`` function: raw x -> embedding, cluster, distances."""
-    d = embedder.input_shape[-1]
+    """The ``serving_default`` computation: raw x -> embedding, cluster, distances.
+
+    A plain function; ``export_saved_model`` gives it its input signature. The
+    centroids become constants of the exported graph."""
     centers = tf.constant(np.asarray(centers, dtype=np.float32), name="centroids")
 
-    @tf.function(input_signature=[tf.TensorSpec([None, d], tf.float32, name="x")])
     def serve(x):
         embedding = embedder(x, training=False)
         distances = centroid_distances(embedding, centers)
         return {
-            "embedding": tf.identity(embedding, name="embedding"),
+            "embedding": embedding,
             "cluster": nearest_centroid(distances),
             "distances": distances,
         }
@@ -48,27 +63,84 @@ def serving_function(embedder, centers):
     return serve
 
 
-def export_saved_model(embedder, centers, base_dir, name="spectralnet"):
+def export_archive(embedder, centers):
+    """A ``keras.export.ExportArchive`` with the ``serving_default`` endpoint.
+
+    Keras 3's own export path: it tracks the model's variables so that both
+    loaders work, TF2's ``tf.saved_model.load`` and the session-based one of
+    TF-Serving and ``saved_model_cli run`` (restore through the SaverDef, then
+    run the signature). A ``tf.Module`` holding a Keras 3 model and saved with
+    ``tf.saved_model.save`` passes the first and fails the second ("Could not
+    find variable ...")."""
+    d = embedder.input_shape[-1]
+    archive = keras.export.ExportArchive()
+    archive.track(embedder)
+    archive.add_endpoint(
+        SIGNATURE, serving_function(embedder, centers),
+        input_signature=[tf.TensorSpec([None, d], tf.float32, name="x")],
+    )
+    return archive
+
+
+def export_saved_model(embedder, centers, base_dir, name="spectralnet",
+                       serving_root=DEFAULT_SERVING_ROOT):
     """Write a new version ``base_dir/name/<N+1>/`` and return its path.
 
     The SavedModel is written to a hidden temporary directory beside the
     versions and renamed into place, so TF-Serving (which only loads integer
     directories) never sees a partial version, and existing versions are never
-    touched.
+    touched. ``base_dir/models.config`` is then rewritten for every model in
+    ``base_dir`` (see ``write_models_config``).
     """
+    if not isinstance(name, str) or not MODEL_NAME.fullmatch(name):
+        raise ValueError(
+            f"name must be letters, digits, '.', '_' or '-' (a directory and a TF-Serving "
+            f"model name), got name={name!r}."
+        )
     model_dir = os.path.join(base_dir, name)
-    module = tf.Module()
-    module.embedder = embedder
-    module.serve = serving_function(embedder, centers)
+    archive = export_archive(embedder, centers)
     with atomic_directory(model_dir) as tmp:
-        tf.saved_model.save(module, tmp, signatures={SIGNATURE: module.serve})
+        archive.write_out(tmp, verbose=False)
         while True:  # another writer may take a version number first
             final = os.path.join(model_dir, str(max(_versions(model_dir), default=0) + 1))
             try:
                 publish(tmp, final)
-                return final
+                break
             except FileExistsError:
                 continue
+    write_models_config(base_dir, serving_root)
+    return final
+
+
+def served_models(base_dir):
+    """Names of the model directories in ``base_dir`` that hold a version."""
+    if not os.path.isdir(base_dir):
+        return []
+    return sorted(
+        name for name in os.listdir(base_dir)
+        if MODEL_NAME.fullmatch(name) and os.path.isdir(os.path.join(base_dir, name))
+        and _versions(os.path.join(base_dir, name))
+    )
+
+
+def write_models_config(base_dir, serving_root=DEFAULT_SERVING_ROOT):
+    """(Re)write ``base_dir/models.config``, TF-Serving's ModelServerConfig in
+    text format, naming every model present in ``base_dir``; return its path.
+
+    ``base_path`` is ``serving_root/NAME``: where the server sees ``base_dir``
+    (``/models`` when the official Docker image mounts it there, as in the
+    README). Written atomically; the server loads the newest version of each.
+    """
+    entries = "".join(
+        f'  config {{\n    name: "{name}"\n    base_path: "{serving_root.rstrip("/")}/{name}"\n'
+        f'    model_platform: "tensorflow"\n  }}\n'
+        for name in served_models(base_dir)
+    )
+    path = os.path.join(base_dir, MODELS_CONFIG)
+    with atomic_file(path) as f:
+        f.write(MODELS_CONFIG_HEADER.format(root=serving_root.rstrip("/")))
+        f.write(f"model_config_list {{\n{entries}}}\n")
+    return path
 
 
 def save_estimator(estimator, path):

@@ -9,15 +9,28 @@ import pytest
 import tensorflow as tf
 
 from spectralnet_tf import SpectralNet
+from spectralnet_tf.autoencoder import load_encoder
 from spectralnet_tf.datasets import load_dataset
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MNIST_AE = os.path.join(ROOT, "pretrained_ae", "ae_mnist_weights.h5")
+SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
 
 
 @pytest.fixture(scope="module")
 def fitted():
     x, _, k = load_dataset("moons", n=400)
     net = SpectralNet(k, hidden_units=(32, 32), max_epochs=3, random_state=0).fit(x)
+    return net, x
+
+
+@pytest.fixture(scope="module")
+def fitted_with_encoder():
+    """The MNIST code-space model: the committed VaDE encoder in front of F_theta
+    (fitted on random pixel rows: the test is about the export, not the clusters)."""
+    x = np.random.default_rng(0).uniform(size=(300, 784)).astype(np.float32)
+    net = SpectralNet(3, hidden_units=(16,), max_epochs=1, steps_per_epoch=5,
+                      encoder=load_encoder(MNIST_AE), random_state=0).fit(x)
     return net, x
 
 
@@ -39,30 +52,62 @@ def _tree_digest(path):
     return h.hexdigest()
 
 
-def test_saved_model_serves_the_same_embedding_and_clusters(fitted, tmp_path):
-    net, x = fitted
-    path = net.export(str(tmp_path / "export"), name="moons")
-    assert path == str(tmp_path / "export" / "moons" / "1")
+#: Serve x.npy through both loaders and save their outputs: TF2's
+#: tf.saved_model.load, and the session path of TF-Serving and saved_model_cli
+#: run (restore the variables through the SaverDef, run the signature's tensors).
+BOTH_LOADERS = """
+import sys, numpy as np, tensorflow as tf
+path, x = sys.argv[1], np.load("x.npy")
+sig = tf.saved_model.load(path).signatures["serving_default"]
+np.savez("tf2.npz", **{k: v.numpy() for k, v in sig(x=tf.constant(x)).items()})
+with tf.compat.v1.Session(graph=tf.Graph()) as sess:
+    meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], path)
+    sig = meta.signature_def["serving_default"]
+    out = sess.run({k: v.name for k, v in sig.outputs.items()}, {sig.inputs["x"].name: x})
+np.savez("session.npz", **out)
+"""
+
+
+@pytest.mark.parametrize("model", ["fitted", "fitted_with_encoder"])
+def test_both_loaders_serve_the_estimators_embedding_and_clusters(model, request, tmp_path):
+    net, x = request.getfixturevalue(model)
+    path = net.export(str(tmp_path / "export"), name="m")
+    assert path == str(tmp_path / "export" / "m" / "1")
     np.save(tmp_path / "x.npy", x)
-    _run_fresh(
-        "import numpy as np, tensorflow as tf\n"
-        f"m = tf.saved_model.load({path!r})\n"
-        "out = m.signatures['serving_default'](x=tf.constant(np.load('x.npy')))\n"
-        "np.savez('out.npz', **{k: v.numpy() for k, v in out.items()})\n",
-        tmp_path,
-    )
-    served = np.load(tmp_path / "out.npz")
-    assert served["embedding"].dtype == np.float32 and served["cluster"].dtype == np.int64
-    assert np.max(np.abs(served["embedding"] - net.transform(x))) <= 1e-5
-    np.testing.assert_array_equal(served["cluster"], net.predict(x))
-    assert served["distances"].shape == (len(x), net.n_clusters)
+    (tmp_path / "serve.py").write_text(BOTH_LOADERS)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    out = subprocess.run([sys.executable, "serve.py", path], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    embedding, labels = net.transform(x), net.predict(x)
+    for loader in ("tf2", "session"):
+        served = np.load(tmp_path / f"{loader}.npz")
+        assert sorted(served.files) == ["cluster", "distances", "embedding"]
+        assert served["embedding"].dtype == np.float32 and served["cluster"].dtype == np.int64
+        assert np.max(np.abs(served["embedding"] - embedding)) <= 1e-5, loader
+        np.testing.assert_array_equal(served["cluster"], labels)
+        assert served["distances"].shape == (len(x), net.n_clusters)
+        np.testing.assert_array_equal(np.argmin(served["distances"], axis=1), labels)
+
+
+def test_saved_model_cli_run_serves_the_export(fitted, tmp_path):
+    """The command of the bug report: it failed with 'Could not find variable'."""
+    net, x = fitted
+    path = net.export(str(tmp_path / "export"))
+    np.save(tmp_path / "x.npy", x[:50])
+    out = subprocess.run(
+        [SAVED_MODEL_CLI, "run", "--dir", path, "--tag_set", "serve", "--signature_def",
+         "serving_default", "--inputs", f"x={tmp_path / 'x.npy'}", "--outdir", str(tmp_path / "o")],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "cluster.npy"), net.predict(x[:50]))
+    assert np.max(np.abs(np.load(tmp_path / "o" / "embedding.npy") - net.transform(x[:50]))) <= 1e-5
 
 
 def test_saved_model_cli_lists_the_documented_signature(fitted, tmp_path):
     net, _ = fitted
     path = net.export(str(tmp_path))
-    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    out = subprocess.run([cli, "show", "--dir", path, "--all"], capture_output=True,
+    out = subprocess.run([SAVED_MODEL_CLI, "show", "--dir", path, "--all"], capture_output=True,
                          text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert out.returncode == 0, out.stderr[-2000:]
     sig = out.stdout.split("signature_def['serving_default']")[1].split("signature_def[")[0]
@@ -75,16 +120,29 @@ def test_saved_model_cli_lists_the_documented_signature(fitted, tmp_path):
         assert f"shape: {shape}" in block.split("name:")[0]
 
 
-def test_predict_request_for_the_signature_serializes(fitted):
+def test_predict_request_built_from_the_signature_matches_it(fitted, tmp_path):
+    from tensorflow.core.protobuf import saved_model_pb2
     from tensorflow_serving.apis import predict_pb2
 
-    _, x = fitted
+    net, x = fitted
+    path = net.export(str(tmp_path))
+    with open(os.path.join(path, "saved_model.pb"), "rb") as f:
+        saved = saved_model_pb2.SavedModel.FromString(f.read())
+    sig = saved.meta_graphs[0].signature_def["serving_default"]
+    assert set(sig.inputs) == {"x"} and set(sig.outputs) == {"embedding", "cluster", "distances"}
     request = predict_pb2.PredictRequest()
     request.model_spec.name = "spectralnet"
     request.model_spec.signature_name = "serving_default"
-    request.inputs["x"].CopyFrom(tf.make_tensor_proto(x[:3], dtype=tf.float32))
+    for name, info in sig.inputs.items():
+        request.inputs[name].CopyFrom(
+            tf.make_tensor_proto(x[:3], dtype=tf.dtypes.as_dtype(info.dtype)))
+    request.output_filter.extend(sorted(sig.outputs))
     parsed = predict_pb2.PredictRequest.FromString(request.SerializeToString())
     np.testing.assert_array_equal(tf.make_ndarray(parsed.inputs["x"]), x[:3])
+    assert parsed.inputs["x"].dtype == sig.inputs["x"].dtype == tf.float32.as_datatype_enum
+    assert list(parsed.output_filter) == ["cluster", "distances", "embedding"]
+    dtypes = {name: tf.dtypes.as_dtype(info.dtype) for name, info in sig.outputs.items()}
+    assert dtypes == {"embedding": tf.float32, "cluster": tf.int64, "distances": tf.float32}
     assert parsed.model_spec.signature_name == "serving_default"
 
 
@@ -110,7 +168,7 @@ def test_second_export_is_version_2_and_leaves_version_1_untouched(fitted, tmp_p
 def test_interrupted_export_leaves_no_version_behind(fitted, tmp_path, monkeypatch):
     net, _ = fitted
 
-    def save_then_fail(obj, export_dir, signatures=None):
+    def save_then_fail(obj, export_dir, signatures=None, options=None):
         with open(os.path.join(export_dir, "saved_model.pb"), "wb") as f:
             f.write(b"half")
         raise KeyboardInterrupt("simulated crash during the write")
@@ -119,6 +177,36 @@ def test_interrupted_export_leaves_no_version_behind(fitted, tmp_path, monkeypat
     with pytest.raises(KeyboardInterrupt):
         net.export(str(tmp_path))
     assert os.listdir(tmp_path / "spectralnet") == []
+
+
+def test_export_writes_models_config_for_the_models_present(fitted, tmp_path):
+    from google.protobuf import text_format
+    from tensorflow_serving.config import model_server_config_pb2
+
+    net, _ = fitted
+    net.export(str(tmp_path), name="moons")
+    net.export(str(tmp_path), name="moons")
+    os.makedirs(tmp_path / "empty")  # no version inside: nothing to serve
+    net.export(str(tmp_path), name="cc", serving_root="/srv/export/")
+    config = model_server_config_pb2.ModelServerConfig()
+    text_format.Parse((tmp_path / "models.config").read_text(), config)
+    got = [(c.name, c.base_path, c.model_platform) for c in config.model_config_list.config]
+    assert got == [("cc", "/srv/export/cc", "tensorflow"), ("moons", "/srv/export/moons", "tensorflow")]
+
+
+def test_committed_export_folder_names_no_model(tmp_path):
+    """A fresh checkout has no exported model, so it commits no models.config that names one."""
+    tracked = subprocess.run(["git", "ls-files", "export"], cwd=ROOT, capture_output=True,
+                             text=True).stdout.split()
+    assert "export/models.config" not in tracked
+
+
+@pytest.mark.parametrize("name", ["", "../up", "a/b", "-x", 3])
+def test_bad_model_name_is_refused_before_writing(fitted, tmp_path, name):
+    net, _ = fitted
+    with pytest.raises(ValueError, match=f"got name={name!r}"):
+        net.export(str(tmp_path), name=name)
+    assert os.listdir(tmp_path) == []
 
 
 def test_keras_file_loads_in_a_fresh_process_with_identical_outputs(fitted, tmp_path):
