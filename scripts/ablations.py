@@ -16,12 +16,10 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-sys.path.insert(0, HERE)
+sys.path.insert(0, HERE)  # the sibling scripts bench.py and pretrain_ae.py
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
-import numpy as np  # noqa: E402
 from sklearn.neighbors import KNeighborsClassifier  # noqa: E402
 
 from bench import append  # noqa: E402

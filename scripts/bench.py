@@ -20,7 +20,6 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
@@ -158,9 +157,9 @@ def bench_matmul(args, command):
 
 
 def bench_run(args, command):
-    import run
+    from spectralnet_tf import cli
 
-    r = run.main(args.rest)
+    r = cli.run_command(args.rest)
     s = r["seconds"]
     phases = ", ".join(f"{k} {v:.0f}s" for k, v in s.items() if k != "total")
     row = [r["dataset"], r.get("space", "input"), r.get("affinity", ""), r["n"],

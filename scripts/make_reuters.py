@@ -9,13 +9,9 @@ rcv1-v2.topics.qrels (plain or .gz).
 """
 
 import argparse
-import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from spectralnet_tf.reuters import make_reuters  # noqa: E402
+from spectralnet_tf.reuters import make_reuters
 
 
 def main(argv=None):

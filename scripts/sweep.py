@@ -8,12 +8,8 @@ import argparse
 import datetime
 import os
 import platform
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-
-import run  # noqa: E402
+from spectralnet_tf import cli as run
 
 
 def machine():
@@ -38,7 +34,7 @@ def main(argv=None):
     rows = []
     for dset in args.dsets:
         for seed in args.seeds:
-            r = run.main(["--dset", dset, "--seed", str(seed), "--quiet", "--no-plots",
+            r = run.run_command(["--dset", dset, "--seed", str(seed), "--quiet", "--no-plots",
                           "--out", os.path.join(out, f"{dset}-seed{seed}"), *extra])
             rows.append(
                 f"| {dset} | {seed} | {r['n']} | {r['acc']:.4f} | {r['nmi']:.4f} | "

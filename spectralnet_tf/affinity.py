@@ -121,6 +121,16 @@ class GaussianAffinity:
         """The neighbour-rank parameters, which depend on the sample density."""
         return {"scale_nbr": self.scale_nbr}
 
+    def full_data_ranks(self, n_samples, batch_size):
+        """The neighbour ranks of ``for_full_data(n_samples, batch_size)``
+        (each rank scaled by n_samples / batch_size); needs no fitted scale."""
+        if not 1 <= batch_size <= n_samples:
+            raise ValueError(
+                f"batch_size must be in [1, n_samples={n_samples}], got batch_size={batch_size}."
+            )
+        return {key: min(int(round(value * n_samples / batch_size)), n_samples - 1)
+                for key, value in self._ranks().items()}
+
     def for_full_data(self, n_samples, batch_size):
         """The affinity on all ``n_samples`` points that minibatches sample.
 
@@ -133,17 +143,12 @@ class GaussianAffinity:
         sparser and more local. The embedding and the fitted global scale carry
         over unchanged: the scale was measured on minibatch-sized samples.
         """
-        if not 1 <= batch_size <= n_samples:
-            raise ValueError(
-                f"batch_size must be in [1, n_samples={n_samples}], got batch_size={batch_size}."
-            )
         if self.scale == "global" and not hasattr(self, "scale_"):
             raise ValueError(
                 "for_full_data needs a fitted affinity with scale='global': its scale is "
                 "measured on minibatch-sized samples. Call fit(x, batch_size) first."
             )
-        ranks = {key: min(int(round(value * n_samples / batch_size)), n_samples - 1)
-                 for key, value in self._ranks().items()}
+        ranks = self.full_data_ranks(n_samples, batch_size)
         full = type(self)(scale=self.scale, embedding=self.embedding,
                           n_scale_batches=self.n_scale_batches, **ranks)
         if self.scale == "global":

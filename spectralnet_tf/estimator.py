@@ -4,8 +4,11 @@ import numbers
 import os
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
+                          TransformerMixin)
 from sklearn.exceptions import NotFittedError
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import validate_data
 
 from .affinity import AFFINITIES, SCALES
 from .checkpoint import Checkpointer
@@ -44,6 +47,31 @@ def check_array(X, name="X"):
     return X
 
 
+def check_labels(partial_labels, n, n_clusters):
+    """Semi-supervised labels as int64, -1 for unlabeled (all -1 if None)."""
+    if partial_labels is None:
+        return np.full(n, -1, dtype=np.int64)
+    labels = np.asarray(partial_labels)
+    if labels.shape != (n,):
+        raise ValueError(
+            f"partial_labels must have shape (n_samples,) = ({n},), got "
+            f"partial_labels.shape={labels.shape}."
+        )
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(
+            "partial_labels must hold integers (a cluster in [0, n_clusters) for labeled "
+            f"points, -1 for the others), got dtype={labels.dtype}."
+        )
+    bad = (labels < -1) | (labels >= n_clusters)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(
+            f"partial_labels must lie in [-1, n_clusters={n_clusters}), got "
+            f"partial_labels[{i}]={labels[i]} ({int(bad.sum())} such values)."
+        )
+    return labels.astype(np.int64)
+
+
 def check_rows(X, name="X"):
     """Like ``check_array``, but a row source on disk (``h5py.Dataset`` or
     ``streaming.Rows``) stays on disk: only its shape and dtype are checked
@@ -79,7 +107,26 @@ def _check_choice(name, value, choices):
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {name}={value!r}.")
 
 
-class SpectralNet(ClusterMixin, BaseEstimator):
+def _seed(random_state):
+    """The seed of the estimator's random streams. An integer seeds them
+    directly (so a recorded seed keeps giving its recorded result); None or a
+    RandomState goes through ``check_random_state`` (None: numpy's global
+    RandomState) and one integer is drawn from it."""
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be >= 0, got random_state={random_state!r}.")
+        return int(random_state)
+    try:
+        return int(check_random_state(random_state).randint(0, 2**31 - 1))
+    except ValueError:
+        raise ValueError(
+            "random_state must be None, an integer >= 0 or a numpy RandomState, got "
+            f"random_state={random_state!r}."
+        ) from None
+
+
+class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
+                  BaseEstimator):
     """Spectral clustering with a deep network (Shaham et al., ICLR 2018).
 
     A network F_theta maps each point to an approximation of the k smallest
@@ -92,7 +139,7 @@ class SpectralNet(ClusterMixin, BaseEstimator):
     Parameters
     ----------
     n_clusters : int, default=2
-        Number of clusters k, also the embedding dimension.
+        Number of clusters k (>= 1), also the embedding dimension.
     hidden_units : tuple of int, default=(1024, 1024, 512)
         ReLU layers of F_theta; a layer of size k and Orthonorm follow.
     output_activation : {"tanh", "linear"}, default="tanh"
@@ -138,7 +185,8 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         "projected" projects the gradient onto the constraint's tangent space;
         "plain" is Algorithm 1 as printed, whose outputs collapse (README).
     validation_fraction : float, default=0.1
-        Fraction of X held out at random for the validation loss.
+        Fraction of X held out at random for the validation loss; at least
+        one more point than the affinity's neighbours (small data only).
     affinity_embedding : None, "siamese" or callable, default=None
         None: affinities use Euclidean distances between points (in code space
         if ``encoder`` is set). "siamese": a Siamese net is trained first on
@@ -167,9 +215,11 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         epoch into ``checkpoint_dir/siamese`` and ``checkpoint_dir/spectral``
         (weights, optimizer state, learning-rate stage, RNG stream; written
         atomically). ``fit(..., resume=True)`` continues from them.
-    random_state : int or None, default=None
+    random_state : int, RandomState instance or None, default=None
         Seeds the split, the scale estimate, the weights, the minibatches and
-        k-means. Equal seeds give equal results on the same machine.
+        k-means (through ``sklearn.utils.check_random_state``; None draws
+        from numpy's global RandomState). Equal integer seeds give equal
+        results on the same machine.
     verbose : int, default=0
         0: silent; 1: a Keras progress bar over epochs.
 
@@ -188,7 +238,12 @@ class SpectralNet(ClusterMixin, BaseEstimator):
     history_ : dict
         Per epoch: "iteration", "loss", "val_loss", "lr" (and "grassmann" when
         ``fit`` got ``eigvecs``); "seconds" of training.
+    siamese_ : keras.Model
+        The Siamese net (only with ``affinity_embedding="siamese"``), and
+        ``siamese_history_`` its training history.
     n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Column names of X, when X was a DataFrame with string column names.
 
     Examples
     --------
@@ -198,6 +253,11 @@ class SpectralNet(ClusterMixin, BaseEstimator):
     >>> labels = net.fit(X).labels_        # doctest: +SKIP
     >>> net.predict(X[:5]).shape           # doctest: +SKIP
     (5,)
+    >>> net.transform(X[:5]).shape         # doctest: +SKIP
+    (5, 2)
+
+    Semi-supervised: ``fit(X, partial_labels=labels)`` with -1 for unknown.
+    ``y`` is ignored, as by every scikit-learn clusterer.
     """
 
     def __init__(
@@ -265,7 +325,7 @@ class SpectralNet(ClusterMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     def _resolve_params(self, n):
-        _check_int("n_clusters", self.n_clusters, 2)
+        _check_int("n_clusters", self.n_clusters, 1)
         if n < self.n_clusters:
             raise ValueError(
                 f"X has n_samples={n}, fewer than n_clusters={self.n_clusters}."
@@ -304,20 +364,27 @@ class SpectralNet(ClusterMixin, BaseEstimator):
             _check_int("siamese_batch_size", self.siamese_batch_size, 1)
             _check_int("siamese_max_epochs", self.siamese_max_epochs, 1)
             _check_positive("siamese_learning_rate", self.siamese_learning_rate)
-        n_val = max(1, int(round(self.validation_fraction * n)))
+        # The validation hold-out is one minibatch at least: its affinity
+        # needs the neighbours too (this matters for small data only).
+        needed = self._make_affinity().n_neighbors_needed()
+        n_val = max(needed + 1, int(round(self.validation_fraction * n)))
         n_train = n - n_val
+        if n_train <= needed:
+            raise ValueError(
+                f"The affinity needs {needed} neighbours per point (n_nbrs={self.n_nbrs}, "
+                f"scale_nbr={self.scale_nbr}) in a minibatch and in the validation hold-out, "
+                f"but n_samples={n} leaves {n_train} training points beside a hold-out of "
+                f"{n_val}; lower n_nbrs/scale_nbr or give more data."
+            )
         batch_size = self._check_batch("batch_size", self.batch_size, n_train, n)
         ortho = self._check_batch("ortho_batch_size", self.ortho_batch_size, n_train, n)
         ortho = batch_size if self.ortho_batch_size is None else ortho
-        # Fail now, not after Siamese training, if a minibatch (or the
-        # validation hold-out) is too small for the affinity's neighbours.
-        needed = self._make_affinity().n_neighbors_needed()
-        if min(batch_size, n_val) <= needed:
+        # Fail now, not after Siamese training, if a minibatch is too small.
+        if batch_size <= needed:
             raise ValueError(
                 f"The affinity needs {needed} neighbours per point (n_nbrs={self.n_nbrs}, "
-                f"scale_nbr={self.scale_nbr}) but a minibatch has {batch_size} points and the "
-                f"validation hold-out {n_val} (n_samples={n}, validation_fraction="
-                f"{self.validation_fraction}); lower n_nbrs/scale_nbr or give more data."
+                f"scale_nbr={self.scale_nbr}) but a minibatch has batch_size={batch_size} "
+                "points; lower n_nbrs/scale_nbr or raise batch_size."
             )
         if self.steps_per_epoch is None:
             steps = max(n_train // batch_size, MIN_STEPS_PER_EPOCH)
@@ -344,7 +411,7 @@ class SpectralNet(ClusterMixin, BaseEstimator):
             kwargs["n_nbrs"] = self.n_nbrs
         return AFFINITIES[self.affinity](**kwargs)
 
-    def fit(self, X, y=None, *, eigvecs=None, resume=False):
+    def fit(self, X, y=None, *, partial_labels=None, eigvecs=None, resume=False):
         """Train F_theta on X and cluster its embedding.
 
         Parameters
@@ -353,27 +420,45 @@ class SpectralNet(ClusterMixin, BaseEstimator):
             Or an ``h5py.Dataset`` / ``streaming.Rows`` on disk: with an
             ``encoder`` it is streamed through it a chunk at a time and never
             held in memory (e.g. the 685,000 Reuters documents).
-        y : array-like of shape (n_samples,) or None
-            Semi-supervised labels: an integer class for the few labeled points,
-            -1 for all others. Labeled pairs get affinity 1 (same label) or 0
-            (different labels) and also enrich the Siamese training pairs.
+        y : None
+            Ignored, as by every scikit-learn clusterer (pipelines and
+            ``cross_val_score`` pass true labels here). Semi-supervised labels
+            go in ``partial_labels``.
+        partial_labels : array-like of shape (n_samples,), optional
+            Semi-supervised labels: a cluster in ``[0, n_clusters)`` for the
+            few labeled points, -1 for all others. Labeled pairs get affinity 1
+            (same label) or 0 (different labels) and also enrich the Siamese
+            training pairs (paper Sec. 5.3).
         eigvecs : array of shape (n_samples, n_clusters), optional
             True Laplacian eigenvectors of X; if given, the history records
             the Grassmann distance to them after each epoch.
         resume : bool, default=False
-            Continue from the checkpoints in ``checkpoint_dir`` (same X, y and
-            parameters). Without it, existing checkpoints there are an error,
-            never silently reused.
+            Continue from the checkpoints in ``checkpoint_dir`` (same X,
+            labels and parameters). Without it, existing checkpoints there are
+            an error, never silently reused.
 
         Returns
         -------
         self
         """
-        X = check_rows(X)
+        # A failed fit keeps the input width of the model it leaves in place.
+        before = {k: self.__dict__[k] for k in ("n_features_in_", "feature_names_in_")
+                  if k in self.__dict__}
+        try:
+            return self._fit(X, partial_labels, eigvecs, resume)
+        except BaseException:
+            for key in ("n_features_in_", "feature_names_in_"):
+                self.__dict__.pop(key, None)
+            self.__dict__.update(before)
+            raise
+
+    def _fit(self, X, partial_labels, eigvecs, resume):
+        X = self._validate_X(X, reset=True)
         if self.encoder is None and is_lazy(X):
             X = check_array(map_batches(None, X))  # trained on in memory
         n = len(X)
-        y = self._check_y(y, n)
+        _check_int("n_clusters", self.n_clusters, 1)
+        labels = check_labels(partial_labels, n, self.n_clusters)
         if eigvecs is not None and np.shape(eigvecs) != (n, self.n_clusters):
             raise ValueError(
                 f"eigvecs must have shape (n_samples, n_clusters) = ({n}, {self.n_clusters}), "
@@ -383,17 +468,18 @@ class SpectralNet(ClusterMixin, BaseEstimator):
         for stale in ("siamese_", "siamese_history_"):  # from an earlier fit
             self.__dict__.pop(stale, None)
         checkpointers = self._checkpointers(resume)
-        seeds = np.random.default_rng(self.random_state).integers(0, 2**31 - 1, size=5)
+        seeds = np.random.default_rng(_seed(self.random_state)).integers(0, 2**31 - 1, size=5)
         split_seed, scale_seed, net_seed, train_seed, siamese_seed = (int(s) for s in seeds)
         # Code space: encode once; everything below trains on the codes.
         Z = X if self.encoder is None else check_array(map_batches(self.encoder, X), "encoder(X)")
 
         perm = np.random.default_rng(split_seed).permutation(n)
         z_val, z_train = Z[perm[:n_val]], Z[perm[n_val:]]
-        y_val, y_train = y[perm[:n_val]], y[perm[n_val:]]
+        labels_val, labels_train = labels[perm[:n_val]], labels[perm[n_val:]]
         embedding = self.affinity_embedding
         if embedding == "siamese":
-            embedding = self._fit_siamese(z_train, y_train, siamese_seed, checkpointers.get("siamese"))
+            embedding = self._fit_siamese(z_train, labels_train, siamese_seed,
+                                          checkpointers.get("siamese"))
         self.affinity_ = self._make_affinity(embedding).fit(z_train, batch_size, seed=scale_seed)
         spectral_model, body = build_spectralnet(
             Z.shape[1], self.n_clusters, tuple(self.hidden_units), seed=net_seed,
@@ -405,32 +491,54 @@ class SpectralNet(ClusterMixin, BaseEstimator):
             ortho_batch_size=ortho_batch_size, learning_rate=self.learning_rate,
             patience=self.patience, min_lr=self.min_lr, epochs=self.max_epochs,
             steps_per_epoch=steps, seed=train_seed, verbose=self.verbose,
-            gradient=self.gradient, y_train=y_train, y_val=y_val,
+            gradient=self.gradient, y_train=labels_train, y_val=labels_val,
             checkpointer=checkpointers.get("spectral"),
             x_eval=Z if eigvecs is not None else None, eigvecs=eigvecs,
         )
         self.model_ = (spectral_model if self.encoder is None
                        else compose_embedder(self.encoder, spectral_model))
-        self.n_features_in_ = X.shape[1]
         self.embedding_ = map_batches(spectral_model, Z)
         self.cluster_centers_ = fit_centroids(self.embedding_, self.n_clusters, train_seed)
         self.labels_ = self._assign(self.embedding_)
         return self
 
-    @staticmethod
-    def _check_y(y, n):
-        """Semi-supervised labels as int64 with -1 for unlabeled (all -1 if None)."""
-        if y is None:
-            return np.full(n, -1, dtype=np.int64)
-        y = np.asarray(y)
-        if y.shape != (n,):
-            raise ValueError(f"y must have shape (n_samples,) = ({n},), got y.shape={y.shape}.")
-        if not np.issubdtype(y.dtype, np.integer) or (y < -1).any():
-            raise ValueError(
-                "y must hold integer labels >= 0 for labeled points and -1 for "
-                f"unlabeled ones, got dtype={y.dtype}, min={y.min()}."
-            )
-        return y.astype(np.int64)
+    def fit_transform(self, X, y=None, **fit_params):
+        """``fit(X, **fit_params)``, then the embedding of X (``embedding_``)."""
+        return self.fit(X, **fit_params).embedding_
+
+    def _validate_X(self, X, reset):
+        """X as float32 (an on-disk row source stays on disk), with
+        ``n_features_in_`` (and ``feature_names_in_``) set when ``reset`` and
+        checked against them otherwise (scikit-learn's ``validate_data``)."""
+        if is_lazy(X):
+            X = check_rows(X)
+            if reset:
+                self.n_features_in_ = X.shape[1]
+                self.__dict__.pop("feature_names_in_", None)
+            elif X.shape[1] != self.n_features_in_:
+                raise ValueError(
+                    f"X has {X.shape[1]} features, but SpectralNet is expecting "
+                    f"{self.n_features_in_} features as input."
+                )
+            return X
+        try:
+            X = validate_data(self, X, reset=reset, dtype=np.float32, ensure_all_finite=False,
+                              ensure_min_samples=2 if reset else 1)
+        except ValueError as err:
+            if str(err).startswith("X "):
+                raise
+            raise ValueError(f"X: {err}") from None  # name the argument
+        return check_array(X)  # names a NaN or inf element, unlike validate_data
+
+    @property
+    def _n_features_out(self):
+        """Embedding width, for ``get_feature_names_out`` (spectralnet0, ...)."""
+        return self.n_clusters
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float32"]  # TensorFlow computes in float32
+        return tags
 
     def _checkpointers(self, resume):
         """Checkpointer per training phase; refuse to reuse checkpoints unasked."""
@@ -449,9 +557,9 @@ class SpectralNet(ClusterMixin, BaseEstimator):
             )
         return found
 
-    def _fit_siamese(self, z_train, y_train, seed, checkpointer=None):
+    def _fit_siamese(self, z_train, labels_train, seed, checkpointer=None):
         """Train the Siamese net on kNN pairs (plus labeled pairs, if any)."""
-        labels = y_train if (y_train >= 0).any() else None
+        labels = labels_train if (labels_train >= 0).any() else None
         pairs = make_pairs(z_train, self.siamese_n_nbrs, self.neighbors, seed=seed, labels=labels,
                            positives_per_point=self.siamese_positives_per_point)
         self.siamese_ = build_siamese(z_train.shape[1], tuple(self.siamese_hidden_units), seed=seed)
@@ -473,13 +581,7 @@ class SpectralNet(ClusterMixin, BaseEstimator):
 
     def _check_fitted_X(self, X):
         self._check_fitted()
-        X = check_rows(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but SpectralNet was fitted with "
-                f"n_features_in_={self.n_features_in_} features."
-            )
-        return X
+        return self._validate_X(X, reset=False)
 
     def _assign(self, embedding):
         return nearest_centroid(centroid_distances(embedding, self.cluster_centers_)).numpy()
@@ -512,14 +614,19 @@ class SpectralNet(ClusterMixin, BaseEstimator):
     def save(self, path):
         """Save the fitted estimator to the new directory ``path``.
 
-        ``path/embedder.keras`` is a standard Keras file (``import
-        spectralnet_tf`` then ``keras.models.load_model`` opens it);
-        ``path/estimator.json`` holds the parameters and centroids.
+        ``path/embedder.keras`` is a standard Keras file of ``model_``, the
+        encoder included (``import spectralnet_tf`` then
+        ``keras.models.load_model`` opens it); ``siamese.keras``,
+        ``arrays.npz`` and ``estimator.json`` hold the Siamese net, the
+        embedding, labels and centroids, the parameters, the affinity's scale
+        and the histories.
         """
         self._check_fitted()
         return save_estimator(self, path)
 
     @classmethod
     def load(cls, path):
-        """Load an estimator written by ``save``; ``predict`` gives the same labels."""
+        """Load an estimator written by ``save``: ``transform`` and ``predict``
+        give the original's outputs, and ``fit`` retrains it as the original's
+        would (same parameters, encoder included)."""
         return load_estimator(cls, path)

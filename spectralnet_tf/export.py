@@ -6,12 +6,14 @@
   [None, k]), ``cluster`` (int64, [None]) and ``distances`` (float32,
   [None, n_clusters]); the k-means centroids are constants of the graph.
 - ``save_estimator`` / ``load_estimator``: a directory with the embedder as a
-  standard ``.keras`` file plus the estimator's parameters and centroids.
+  standard ``.keras`` file plus everything else the fitted estimator holds
+  (encoder, Siamese net, affinity scale, centroids, embedding, histories).
 
 Both are written atomically (``atomic.py``).
 """
 
 import json
+import numbers
 import os
 import re
 
@@ -25,6 +27,12 @@ from .centroids import centroid_distances, nearest_centroid
 SIGNATURE = "serving_default"
 EMBEDDER_FILE = "embedder.keras"
 STATE_FILE = "estimator.json"
+SIAMESE_FILE = "siamese.keras"
+ARRAYS_FILE = "arrays.npz"
+#: Version of the saved-estimator layout (embedder.keras, arrays.npz, estimator.json).
+FORMAT_VERSION = 2
+#: ``params["encoder"]`` in estimator.json when the encoder is the embedder's first layer.
+ENCODER_IN_EMBEDDER = "embedder.keras:layers[0]"
 MODELS_CONFIG = "models.config"
 #: Where TF-Serving sees the export directory (the Docker mount in the README).
 DEFAULT_SERVING_ROOT = "/models"
@@ -144,29 +152,50 @@ def write_models_config(base_dir, serving_root=DEFAULT_SERVING_ROOT):
 
 
 def save_estimator(estimator, path):
-    """Save a fitted estimator to the new directory ``path`` (atomically)."""
+    """Save a fitted estimator to the new directory ``path`` (atomically).
+
+    ``embedder.keras`` is the whole raw-input model ``model_`` (the encoder,
+    if any, inside it), ``siamese.keras`` the Siamese net, ``arrays.npz`` the
+    embedding, labels and centroids, and ``estimator.json`` the parameters,
+    the fitted affinity's scale and the histories.
+    """
     params = estimator.get_params()
     if callable(params["affinity_embedding"]):
         raise ValueError(
             "Saving an estimator with a custom affinity_embedding callable is not "
             "supported; its embedding is not part of the saved model."
         )
-    # The encoder, if any, is inside the saved embedder (model_).
-    params["encoder"] = None
+    if isinstance(params["random_state"], numbers.Integral):
+        params["random_state"] = int(params["random_state"])  # e.g. numpy.int64, for JSON
+    elif params["random_state"] is not None:
+        raise ValueError(
+            "Saving needs random_state None or an int (it is stored as JSON), got "
+            f"random_state={params['random_state']!r}."
+        )
+    # The encoder is saved inside the embedder (model_ = encoder -> F_theta).
+    params["encoder"] = ENCODER_IN_EMBEDDER if estimator.encoder is not None else None
     for key in ("hidden_units", "siamese_hidden_units"):
         params[key] = list(params[key])
+    affinity = estimator.affinity_
     state = {
+        "format": FORMAT_VERSION,
         "params": params,
         "n_features_in_": int(estimator.n_features_in_),
-        "cluster_centers_": estimator.cluster_centers_.tolist(),
-        "labels_": np.asarray(estimator.labels_).tolist(),
+        "feature_names_in_": (estimator.feature_names_in_.tolist()
+                              if hasattr(estimator, "feature_names_in_") else None),
+        "affinity_scale_": affinity.scale_,
         "history_": estimator.history_,
+        "siamese_history_": getattr(estimator, "siamese_history_", None),
     }
     path = os.path.abspath(path)
     if os.path.lexists(path):
         raise FileExistsError(f"path={path!r} already exists; choose a new path.")
     with atomic_directory(os.path.dirname(path)) as tmp:
         estimator.model_.save(os.path.join(tmp, EMBEDDER_FILE))
+        if hasattr(estimator, "siamese_"):
+            estimator.siamese_.save(os.path.join(tmp, SIAMESE_FILE))
+        np.savez(os.path.join(tmp, ARRAYS_FILE), embedding_=estimator.embedding_,
+                 labels_=estimator.labels_, cluster_centers_=estimator.cluster_centers_)
         with open(os.path.join(tmp, STATE_FILE), "w") as f:
             json.dump(state, f)
         publish(tmp, path)
@@ -174,21 +203,44 @@ def save_estimator(estimator, path):
 
 
 def load_estimator(cls, path):
-    """Load what ``save_estimator`` wrote into a new fitted ``cls`` instance."""
-    missing = [f for f in (EMBEDDER_FILE, STATE_FILE) if not os.path.exists(os.path.join(path, f))]
-    if missing:
-        raise FileNotFoundError(
-            f"path={path!r} is not a saved SpectralNet: missing {', '.join(missing)}."
-        )
+    """Load what ``save_estimator`` wrote into a new fitted ``cls`` instance:
+    ``transform``, ``predict`` and a new ``fit`` behave as the original's."""
+    def missing(files):
+        absent = [f for f in files if not os.path.exists(os.path.join(path, f))]
+        if absent:
+            raise FileNotFoundError(
+                f"path={path!r} is not a saved SpectralNet: missing {', '.join(absent)}."
+            )
+
+    missing((EMBEDDER_FILE, STATE_FILE, ARRAYS_FILE))
     with open(os.path.join(path, STATE_FILE)) as f:
         state = json.load(f)
+    if state["params"].get("affinity_embedding") == "siamese":
+        missing((SIAMESE_FILE,))
+    if state.get("format") != FORMAT_VERSION:
+        raise ValueError(
+            f"path={path!r} was saved in format {state.get('format')!r}; this version "
+            f"reads format {FORMAT_VERSION}."
+        )
     params = state["params"]
     for key in ("hidden_units", "siamese_hidden_units"):
         params[key] = tuple(params[key])
+    model = keras.models.load_model(os.path.join(path, EMBEDDER_FILE))
+    # With an encoder, model_ is Sequential([encoder, F_theta]): the same layers serve both.
+    params["encoder"] = model.layers[0] if params["encoder"] == ENCODER_IN_EMBEDDER else None
     estimator = cls(**params)
-    estimator.model_ = keras.models.load_model(os.path.join(path, EMBEDDER_FILE))
+    estimator.model_ = model
     estimator.n_features_in_ = state["n_features_in_"]
-    estimator.cluster_centers_ = np.asarray(state["cluster_centers_"], dtype=np.float32)
-    estimator.labels_ = np.asarray(state["labels_"], dtype=np.int64)
+    if state["feature_names_in_"] is not None:
+        estimator.feature_names_in_ = np.asarray(state["feature_names_in_"], dtype=object)
+    embedding = None
+    if params["affinity_embedding"] == "siamese":
+        estimator.siamese_ = embedding = keras.models.load_model(os.path.join(path, SIAMESE_FILE))
+        estimator.siamese_history_ = state["siamese_history_"]
+    estimator.affinity_ = estimator._make_affinity(embedding)
+    estimator.affinity_.scale_ = state["affinity_scale_"]
+    with np.load(os.path.join(path, ARRAYS_FILE)) as arrays:
+        for name in ("embedding_", "labels_", "cluster_centers_"):
+            setattr(estimator, name, arrays[name])
     estimator.history_ = state["history_"]
     return estimator

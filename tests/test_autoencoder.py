@@ -193,6 +193,7 @@ def test_pretrain_script_refuses_shifts_without_images(load_script, capsys):
     assert "--max-shift moves images; --dset reuters has none." in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_pretrain_script_killed_then_resumed_writes_the_uninterrupted_weights(tmp_path):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     args = [sys.executable, PRETRAIN, "--limit", "512", "--epochs", "8", "--quiet"]

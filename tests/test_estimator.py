@@ -20,6 +20,7 @@ def cc_fit():
     return net, x, y, exact_labels, eigvecs
 
 
+@pytest.mark.slow
 def test_matches_exact_spectral_clustering_on_nested_cs(cc_fit):
     net, x, y, exact_labels, eigvecs = cc_fit
     assert acc(y, exact_labels) == 1.0
@@ -28,6 +29,7 @@ def test_matches_exact_spectral_clustering_on_nested_cs(cc_fit):
     assert net.history_["grassmann"][-1] == pytest.approx(grassmann(net.embedding_, eigvecs), abs=1e-6)
 
 
+@pytest.mark.slow
 def test_fitted_attributes_and_out_of_sample_assignment(cc_fit):
     net, x, y, _, _ = cc_fit
     assert net.embedding_.shape == (len(x), 2)
@@ -69,10 +71,13 @@ def _x(n=200, d=2):
     [
         (np.array([[0.0, np.nan]] + [[1.0, 2.0]] * 99), {}, r"NaN or inf.*X\[0, 1\]=nan"),
         (np.array([[0.0, np.inf]] + [[1.0, 2.0]] * 99), {}, r"X\[0, 1\]=inf"),
-        (np.zeros(100), {}, r"2-D.*ndim=1"),
-        (np.zeros((10, 2, 2)), {}, r"2-D.*ndim=3"),
+        (np.zeros(100), {}, r"X: Expected 2D array, got 1D array"),
+        (np.zeros((10, 2, 2)), {}, r"X: Found array with dim 3"),
+        (_x(1), {}, r"X: Found array with 1 sample\(s\)"),
         (_x(3), dict(n_clusters=5), r"n_samples=3, fewer than n_clusters=5"),
-        (_x(), dict(n_clusters=1), r"n_clusters must be an integer >= 2, got n_clusters=1"),
+        (_x(), dict(n_clusters=0), r"n_clusters must be an integer >= 1, got n_clusters=0"),
+        (_x(), dict(random_state=-1), r"random_state must be >= 0, got random_state=-1"),
+        (_x(), dict(random_state="0"), r"random_state must be None, an integer .*random_state='0'"),
         (_x(), dict(batch_size=500), r"batch_size=500 is larger than the 180 training points"),
         (_x(), dict(ortho_batch_size=181), r"ortho_batch_size=181 is larger"),
         (_x(), dict(affinity="rbf"), r"affinity='rbf'"),
@@ -84,7 +89,8 @@ def _x(n=200, d=2):
         (_x(), dict(hidden_units=(10, -1)), r"hidden_units=\(10, -1\)"),
         (_x(), dict(learning_rate=None), r"learning_rate=None"),
         (_x(), dict(validation_fraction="0.1"), r"validation_fraction='0.1'"),
-        (_x(60), {}, r"needs 10 neighbours.*n_nbrs=10.*validation hold-out 6"),
+        (_x(20), {}, r"needs 10 neighbours.*n_nbrs=10.*n_samples=20 leaves 9 training points beside a hold-out of 11"),
+        (_x(), dict(n_nbrs=3, batch_size=3), r"minibatch has batch_size=3 points"),
         (_x(), dict(affinity_embedding="siamese", siamese_hidden_units=()),
          r"siamese_hidden_units=\(\)"),
     ],
@@ -102,9 +108,17 @@ def test_predict_and_transform_before_fit_raise_not_fitted():
         SpectralNet(2).transform(_x())
 
 
-def test_predict_with_a_different_feature_count_is_refused(cc_fit):
-    net = cc_fit[0]
-    with pytest.raises(ValueError, match=r"X has 3 features, but SpectralNet was fitted with n_features_in_=2"):
+def test_a_failed_refit_keeps_the_fitted_input_width():
+    net = SpectralNet(2, hidden_units=(8,), max_epochs=1, steps_per_epoch=2, random_state=0).fit(_x())
+    with pytest.raises(ValueError, match="batch_size=5000"):
+        net.set_params(batch_size=5000).fit(_x(d=3))
+    assert net.n_features_in_ == 2
+    assert net.predict(_x()).shape == (200,)
+
+
+def test_predict_with_a_different_feature_count_is_refused():
+    net = SpectralNet(2, hidden_units=(8,), max_epochs=1, steps_per_epoch=2, random_state=0).fit(_x())
+    with pytest.raises(ValueError, match=r"X has 3 features, but SpectralNet is expecting 2 features"):
         net.predict(_x(d=3))
     with pytest.raises(ValueError, match=r"X has 3 features"):
         net.transform(_x(d=3))
@@ -115,12 +129,44 @@ def test_eigvecs_of_the_wrong_shape_are_refused_before_training():
         SpectralNet(2).fit(_x(), eigvecs=np.zeros((200, 3)))
 
 
-def test_bad_semi_supervised_labels_are_named():
-    x = _x()
-    with pytest.raises(ValueError, match=r"y.shape=\(5,\)"):
-        SpectralNet(2).fit(x, np.zeros(5, dtype=int))
-    with pytest.raises(ValueError, match="min=-3"):
-        SpectralNet(2).fit(x, np.full(len(x), -3))
+@pytest.mark.parametrize(
+    "labels, match",
+    [
+        (np.zeros(5, dtype=int), r"partial_labels must have shape \(n_samples,\) = \(200,\), got partial_labels.shape=\(5,\)"),
+        (np.full(200, -3), r"partial_labels\[0\]=-3 \(200 such values\)"),
+        (np.r_[np.zeros(199, dtype=int), 2], r"must lie in \[-1, n_clusters=2\), got partial_labels\[199\]=2 \(1 such"),
+        (np.full(200, 0.5), r"must hold integers .* got dtype=float64"),
+    ],
+)
+def test_bad_semi_supervised_labels_are_named(labels, match):
+    with pytest.raises(ValueError, match=match):
+        SpectralNet(2).fit(_x(), partial_labels=labels)
+
+
+def test_y_is_ignored_as_by_every_scikit_learn_clusterer():
+    x, y, k = load_dataset("moons", n=300)
+    params = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=10, random_state=0)
+    plain = SpectralNet(k, **params).fit(x)
+    with_y = SpectralNet(k, **params).fit(x, y)
+    np.testing.assert_array_equal(with_y.labels_, plain.labels_)
+    np.testing.assert_array_equal(with_y.embedding_, plain.embedding_)
+    np.testing.assert_array_equal(SpectralNet(k, **params).fit_predict(x, y), plain.labels_)
+    # The same labels as partial_labels do change the training.
+    told = SpectralNet(k, **params).fit(x, partial_labels=y)
+    assert not np.array_equal(told.embedding_, plain.embedding_)
+
+
+def test_fit_transform_feature_names_and_random_state_instances():
+    x, _, k = load_dataset("moons", n=300)
+    params = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=10)
+    net = SpectralNet(k, random_state=0, **params)
+    emb = net.fit_transform(x)
+    np.testing.assert_array_equal(emb, net.embedding_)
+    np.testing.assert_allclose(net.transform(x), emb, atol=1e-5)
+    assert list(net.get_feature_names_out()) == ["spectralnet0", "spectralnet1"]
+    a = SpectralNet(k, random_state=np.random.RandomState(5), **params).fit(x)
+    b = SpectralNet(k, random_state=np.random.RandomState(5), **params).fit(x)
+    np.testing.assert_array_equal(a.embedding_, b.embedding_)
 
 
 def _noisy_circles_fit(seed, labeled_fraction):
@@ -130,9 +176,10 @@ def _noisy_circles_fit(seed, labeled_fraction):
     rng = np.random.default_rng(seed)
     known = np.where(rng.uniform(size=len(y)) < labeled_fraction, y, -1)
     net = SpectralNet(k, random_state=seed, **config_for("noisy_circles"))
-    return acc(y, net.fit(x, known if labeled_fraction else None).labels_)
+    return acc(y, net.fit(x, partial_labels=known if labeled_fraction else None).labels_)
 
 
+@pytest.mark.slow
 def test_two_percent_labels_recover_the_noisy_circles_that_unsupervised_training_misses():
     # Measured (BENCHMARKS.md): unsupervised 0.71-0.74; with 2% labels 0.99.
     assert _noisy_circles_fit(0, 0.0) < 0.8

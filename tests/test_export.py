@@ -222,16 +222,44 @@ def test_keras_file_loads_in_a_fresh_process_with_identical_outputs(fitted, tmp_
     np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), net.transform(x))
 
 
+def _assert_same_fitted_state(loaded, net, x):
+    np.testing.assert_array_equal(loaded.predict(x), net.predict(x))
+    np.testing.assert_array_equal(loaded.transform(x), net.transform(x))
+    for name in ("labels_", "embedding_", "cluster_centers_"):
+        np.testing.assert_array_equal(getattr(loaded, name), getattr(net, name))
+    assert loaded.history_ == net.history_
+    assert loaded.n_features_in_ == net.n_features_in_
+    assert loaded.affinity_.scale_ == net.affinity_.scale_
+    assert type(loaded.affinity_) is type(net.affinity_)
+
+
 def test_estimator_save_load_round_trip(fitted, tmp_path):
     net, x = fitted
     path = net.save(str(tmp_path / "est"))
     loaded = SpectralNet.load(path)
-    np.testing.assert_array_equal(loaded.predict(x), net.predict(x))
-    np.testing.assert_array_equal(loaded.transform(x), net.transform(x))
-    np.testing.assert_array_equal(loaded.labels_, net.labels_)
+    _assert_same_fitted_state(loaded, net, x)
     assert loaded.get_params() == net.get_params()
     with pytest.raises(FileExistsError, match="already exists"):
         net.save(path)
-    with pytest.raises(FileNotFoundError, match="missing embedder.keras, estimator.json"):
+    with pytest.raises(FileNotFoundError, match="missing embedder.keras, estimator.json, arrays.npz"):
         SpectralNet.load(str(tmp_path / "nothing"))
     assert json.load(open(os.path.join(path, "estimator.json")))["n_features_in_"] == 2
+
+
+def test_round_trip_keeps_encoder_and_siamese_and_refits_the_same(tmp_path):
+    x = np.random.default_rng(1).uniform(size=(400, 784)).astype(np.float32)
+    params = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=5, n_nbrs=5, scale_nbr=2,
+                  affinity_embedding="siamese", siamese_hidden_units=(16, 4),
+                  siamese_max_epochs=2, random_state=0)
+    net = SpectralNet(3, encoder=load_encoder(MNIST_AE), **params).fit(x)
+    loaded = SpectralNet.load(net.save(str(tmp_path / "est")))
+    _assert_same_fitted_state(loaded, net, x)
+    assert loaded.siamese_history_ == net.siamese_history_
+    codes = net.encoder.predict(x[:50], verbose=0)
+    np.testing.assert_array_equal(loaded.encoder.predict(x[:50], verbose=0), codes)
+    np.testing.assert_array_equal(np.asarray(loaded.siamese_(codes)), np.asarray(net.siamese_(codes)))
+    np.testing.assert_array_equal(np.asarray(loaded.affinity_(codes)), np.asarray(net.affinity_(codes)))
+    # A new fit of the loaded estimator is the original's new fit: same parameters, same encoder.
+    refit, again = loaded.fit(x), net.fit(x)
+    np.testing.assert_array_equal(refit.labels_, again.labels_)
+    np.testing.assert_array_equal(refit.embedding_, again.embedding_)

@@ -13,9 +13,11 @@ from spectralnet_tf.datasets import DATA_DIR_ENV, load_dataset
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AE = os.path.join(ROOT, "pretrained_ae", "ae_mnist_weights.h5")
 
-pytestmark = pytest.mark.skipif(
-    not os.environ.get(DATA_DIR_ENV), reason=f"${DATA_DIR_ENV} is not set (CI sets it)"
-)
+pytestmark = [
+    pytest.mark.skipif(not os.environ.get(DATA_DIR_ENV),
+                       reason=f"${DATA_DIR_ENV} is not set (CI sets it)"),
+    pytest.mark.slow,
+]
 
 
 def test_committed_autoencoder_loads_and_reconstructs_codes():

@@ -5,6 +5,7 @@ import h5py
 import numpy as np
 import pytest
 
+from spectralnet_tf import cli
 from spectralnet_tf.reuters import CATEGORIES, QRELS_FILE, TOKEN_FILES, make_reuters
 
 VOCAB = {c: [f"{c.lower()}word{i}" for i in range(30)] for c in CATEGORIES}
@@ -60,9 +61,10 @@ def test_missing_files_are_listed_with_their_source(tmp_path):
     assert not (tmp_path / "out.h5").exists()
 
 
+@pytest.mark.slow
 def test_synthetic_corpus_end_to_end_clusters_above_chance(tmp_path, load_script):
     """Token files -> make_reuters.py -> pretrain_ae.py --dset reuters ->
-    run.py --dset reuters --split (streamed from the HDF5, code space, Siamese)."""
+    spectralnet --dset reuters --split (streamed from the HDF5, code space, Siamese)."""
     _write_corpus(str(tmp_path / "src"), n_docs=600)
     data_dir = tmp_path / "data"
     load_script("make_reuters").main(["--src", str(tmp_path / "src"),
@@ -72,7 +74,7 @@ def test_synthetic_corpus_end_to_end_clusters_above_chance(tmp_path, load_script
         ["--dset", "reuters", "--data-dir", str(data_dir), "--epochs", "30", "--out", ae,
          "--checkpoint-dir", str(tmp_path / "ae_ckpt"), "--quiet"])
     assert provenance["architecture"].startswith("121-500-500-2000-10")  # 4x30 words + "the"
-    results = load_script("run").main(
+    results = cli.run_command(
         ["--dset", "reuters", "--data-dir", str(data_dir), "--ae-weights", ae, "--split",
          "--out", str(tmp_path / "run"), "--batch-size", "128", "--epochs", "20",
          "--siamese-epochs", "20", "--no-plots", "--quiet"])

@@ -1,12 +1,14 @@
-"""scripts/run.py end to end on a small budget."""
+"""The spectralnet command (scripts/run.py) end to end on a small budget."""
 
 import json
 
 
-def test_run_writes_results_and_plots(tmp_path, load_script):
-    run = load_script("run")
+from spectralnet_tf import cli
+
+
+def test_run_writes_results_and_plots(tmp_path):
     out = tmp_path / "cc"
-    results = run.main(["--dset", "cc", "--out", str(out), "--hidden", "64,64",
+    results = cli.run_command(["--dset", "cc", "--out", str(out), "--hidden", "64,64",
                         "--epochs", "3", "--quiet"])
     saved = json.loads((out / "results.json").read_text())
     assert saved["dataset"] == "cc" and saved["n"] == 1500 and saved["n_clusters"] == 2
@@ -23,19 +25,8 @@ def test_run_writes_results_and_plots(tmp_path, load_script):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_flags_override_the_dataset_config(load_script):
-    run = load_script("run")
-    config = run.build_config(run.parse_args(
+def test_flags_override_the_dataset_config():
+    config = cli.build_config(cli.parse_args(
         ["--dset", "mnist", "--siamese-nbrs", "3", "--siamese-epochs", "7"]))
     assert config["siamese_n_nbrs"] == 3 and config["siamese_max_epochs"] == 7
-    assert run.build_config(run.parse_args(["--dset", "mnist"]))["siamese_n_nbrs"] == 5
-
-
-def test_too_large_reference_graph_is_refused_before_training(tmp_path, monkeypatch, load_script):
-    import pytest
-
-    run = load_script("run")
-    monkeypatch.setattr(run, "MAX_REFERENCE_EDGES", 1000)
-    with pytest.raises(SystemExit, match=r"would have 22,500 edges \(n=1500, 15 neighbours each\)"):
-        run.main(["--dset", "cc", "--out", str(tmp_path / "cc"), "--quiet"])
-    assert not (tmp_path / "cc" / "results.json").exists()
+    assert cli.build_config(cli.parse_args(["--dset", "mnist"]))["siamese_n_nbrs"] == 5

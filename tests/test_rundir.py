@@ -48,6 +48,7 @@ def _env():
     return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 
+@pytest.mark.slow
 def test_sigkill_during_training_then_resume_matches_an_uninterrupted_run(tmp_path):
     epochs = ["--epochs", "30"]
     ref_dir, run_dir = tmp_path / "ref", tmp_path / "run"

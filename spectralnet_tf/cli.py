@@ -1,0 +1,428 @@
+"""The ``spectralnet`` command (``python scripts/run.py`` runs the same ``main``).
+
+Runs SpectralNet on a data set, compares it with exact spectral clustering and
+k-means, and writes ``results.json`` and PNG plots into a run directory:
+
+    spectralnet --dset cc
+    spectralnet --dset mnist --split
+    spectralnet --resume runs/mnist-20261122-101500
+
+A user error (missing data, a bad flag value, a used ``--out``, a finished
+run given to ``--resume``) is one line on stderr and exit status 2, before any
+training; a run directory is never left half-made in a way that refuses the
+next try (``rundir.claim``).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import resource
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+from sklearn.cluster import KMeans  # noqa: E402
+
+from . import rundir  # noqa: E402
+from .affinity import AFFINITIES, SCALES  # noqa: E402
+from .atomic import atomic_file  # noqa: E402
+from .autoencoder import load_encoder  # noqa: E402
+from .configs import config_for  # noqa: E402
+from .datasets import DATA_DIR_ENV, DATASETS, MNIST_N_TRAIN, load_dataset  # noqa: E402
+from .estimator import SpectralNet  # noqa: E402
+from .losses import LAPLACIANS  # noqa: E402
+from .metrics import acc, grassmann, nmi  # noqa: E402
+from .networks import OUTPUT_ACTIVATIONS  # noqa: E402
+from .resources import pretrained_path  # noqa: E402
+from .spectral import DENSE_MAX_N, spectral_clustering  # noqa: E402
+from .streaming import Rows, is_lazy, map_batches  # noqa: E402
+from .train import GRADIENTS  # noqa: E402
+
+PROG = "spectralnet"
+#: Largest exact reference graph (--grassmann): MNIST's is 70,000 x 684 = 48M edges.
+MAX_REFERENCE_EDGES = 100_000_000
+#: Data sets with an autoencoder code space (run in it by default).
+CODE_SPACE = ("mnist", "reuters")
+#: Reuters --split: the fraction held out at random (paper Sec. 5.2).
+REUTERS_TEST_FRACTION = 0.1
+AE_ALL, AE_TRAIN60K, AE_REUTERS = (
+    "ae_mnist_weights.h5", "ae_mnist_train60k_weights.h5", "ae_reuters_weights.h5")
+
+
+class UsageError(Exception):
+    """A user error: reported as one line and exit status 2, no traceback."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def _number(kind, low, strict):
+    """argparse type: a ``kind`` number > low (strict) or >= low."""
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not (value > low if strict else value >= low):
+            raise argparse.ArgumentTypeError(
+                f"must be {'an integer' if kind is int else 'a number'} "
+                f"{'>' if strict else '>='} {low}, got {text!r}")
+        return value
+    return parse
+
+
+def _fraction(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1), got {text!r}")
+    return value
+
+
+def _units(text):
+    try:
+        units = tuple(int(u) for u in text.split(","))
+    except ValueError:
+        units = ()
+    if not units or min(units) < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be comma-separated positive integers such as 1024,1024,512, got {text!r}")
+    return units
+
+
+POSITIVE_INT, NONNEGATIVE_INT = _number(int, 1, False), _number(int, 0, False)
+POSITIVE_FLOAT = _number(float, 0.0, True)
+
+
+def build_parser():
+    p = _Parser(prog=PROG, description=__doc__,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    run = p.add_argument_group("the run")
+    run.add_argument("--dset", choices=sorted(DATASETS), help="data set (required unless --resume)")
+    run.add_argument("--seed", type=NONNEGATIVE_INT, default=0,
+                     help="seeds data and training (default 0)")
+    run.add_argument("--out", help="run directory (default: runs/DSET-DATE/); must be new or empty")
+    run.add_argument("--resume", metavar="DIR",
+                     help="continue the interrupted run in DIR from its last checkpoints, "
+                          "with the arguments it was started with")
+    hp = p.add_argument_group("hyper-parameters (default: the data set's config, "
+                              "else the SpectralNet default)")
+    hp.add_argument("--hidden", type=_units, help="hidden ReLU layer sizes, e.g. 1024,1024,512")
+    hp.add_argument("--kernel", choices=sorted(AFFINITIES), dest="affinity",
+                    help="Gaussian affinity on the kNN graph or between all pairs")
+    hp.add_argument("--n-nbrs", type=POSITIVE_INT, help="neighbours per point in the kNN affinity")
+    hp.add_argument("--scale-nbr", type=POSITIVE_INT,
+                    help="the scale is the distance to this neighbour")
+    hp.add_argument("--scale", choices=SCALES)
+    hp.add_argument("--laplacian", choices=LAPLACIANS)
+    hp.add_argument("--batch-size", type=POSITIVE_INT)
+    hp.add_argument("--ortho-batch-size", type=POSITIVE_INT)
+    hp.add_argument("--lr", type=POSITIVE_FLOAT, dest="learning_rate", help="initial learning rate")
+    hp.add_argument("--patience", type=POSITIVE_INT,
+                    help="epochs without improvement before LR/10")
+    hp.add_argument("--epochs", type=POSITIVE_INT, dest="max_epochs", help="maximum epochs")
+    hp.add_argument("--steps-per-epoch", type=POSITIVE_INT)
+    hp.add_argument("--gradient", choices=GRADIENTS)
+    hp.add_argument("--output-activation", choices=OUTPUT_ACTIVATIONS,
+                    help="activation of the size-k layer before Orthonorm (paper: tanh)")
+    hp.add_argument("--siamese-epochs", type=POSITIVE_INT, dest="siamese_max_epochs",
+                    help="maximum epochs of the Siamese net")
+    hp.add_argument("--siamese-nbrs", type=POSITIVE_INT, dest="siamese_n_nbrs",
+                    help="Siamese positive pairs come from each point's SIAMESE_NBRS "
+                         "nearest neighbours")
+    mn = p.add_argument_group("MNIST and Reuters (paper Table 1)")
+    mn.add_argument("--data-dir", help=f"folder with mnist.npz or reuters.h5 "
+                    f"(default: ${DATA_DIR_ENV})")
+    mn.add_argument("--space", choices=["input", "code"],
+                    help="cluster raw pixels or autoencoder codes (default: code)")
+    mn.add_argument("--affinity", choices=["siamese", "euclidean"], dest="distance",
+                    help="distance in the affinity (default: siamese)")
+    mn.add_argument("--ae-weights", help=f"autoencoder weight file (default: the package's "
+                    f"{AE_ALL}, or {AE_TRAIN60K} with --split; {AE_REUTERS})")
+    mn.add_argument("--split", action="store_true",
+                    help="MNIST: train on the 60k training split, report test_acc/test_nmi on "
+                         "the 10k; Reuters: the same with a random 10%% held out")
+    mn.add_argument("--grassmann", action="store_true",
+                    help="Grassmann distance to the true eigenvectors of the full-data "
+                         "Laplacian: the kNN graph that the minibatches sample, with "
+                         "neighbour ranks scaled by n / batch size (exact kNN, scipy LOBPCG)")
+    semi = p.add_argument_group("semi-supervised")
+    semi.add_argument("--labeled-fraction", type=_fraction, default=0.0,
+                      help="reveal the labels of this random fraction of points (fit's "
+                           "partial_labels)")
+    out = p.add_argument_group("output")
+    out.add_argument("--export", nargs="?", const="export", metavar="DIR",
+                     help="after training, export a SavedModel for TF-Serving to "
+                          "DIR/DSET/<version>/ (DIR defaults to export/)")
+    out.add_argument("--no-exact", action="store_true",
+                     help="skip exact spectral clustering (and the Grassmann distance)")
+    out.add_argument("--no-plots", action="store_true", help="write no PNG files")
+    out.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def parse_args(argv=None):
+    return build_parser().parse_args(argv)
+
+
+def build_config(args):
+    """SpectralNet keyword arguments: the data set's config, then the flags."""
+    config = config_for(args.dset)
+    if args.hidden:
+        config["hidden_units"] = tuple(args.hidden)
+    for key in ("affinity", "n_nbrs", "scale_nbr", "scale", "laplacian", "batch_size",
+                "ortho_batch_size", "learning_rate", "patience", "max_epochs",
+                "steps_per_epoch", "gradient", "output_activation", "siamese_max_epochs",
+                "siamese_n_nbrs"):
+        value = getattr(args, key)
+        if value is not None:
+            config[key] = value
+    if args.distance is not None:
+        config["affinity_embedding"] = "siamese" if args.distance == "siamese" else None
+    return config
+
+
+def split(args, x, y):
+    """``x, y, x_test, y_test``: all data, or the training part and the held-out
+    part for ``--split`` (MNIST: 60k/10k; Reuters: a random 10% held out)."""
+    if not args.split:
+        return x, y, None, None
+    if args.dset == "mnist":
+        return x[:MNIST_N_TRAIN], y[:MNIST_N_TRAIN], x[MNIST_N_TRAIN:], y[MNIST_N_TRAIN:]
+    if args.dset == "reuters":
+        held_out = np.random.default_rng(args.seed).uniform(size=len(y)) < REUTERS_TEST_FRACTION
+        train, test = np.flatnonzero(~held_out), np.flatnonzero(held_out)
+        return Rows(x, train), y[train], Rows(x, test), y[test]
+    raise UsageError("--split is defined for --dset mnist (60k/10k) and reuters (90%/10%).")
+
+
+def default_ae(args):
+    if args.dset == "reuters":
+        return pretrained_path(AE_REUTERS)
+    return pretrained_path(AE_TRAIN60K if args.split else AE_ALL)
+
+
+class Job:
+    """A run's inputs, checked before its directory is claimed."""
+
+    def __init__(self, args):
+        self.args = args
+        t = time.perf_counter()
+        extra = {"data_dir": args.data_dir} if args.dset in CODE_SPACE else {}
+        try:
+            x, y, self.k = load_dataset(args.dset, seed=args.seed, **extra)
+        except (FileNotFoundError, ValueError, OSError) as err:
+            raise UsageError(str(err)) from None
+        self.x, self.y, self.x_test, self.y_test = split(args, x, y)
+        self.space = args.space or ("code" if args.dset in CODE_SPACE else "input")
+        if self.space == "input" and is_lazy(self.x):
+            self.x = map_batches(None, self.x)  # SpectralNet trains on the raw rows: in memory
+        self.data_seconds = time.perf_counter() - t
+        config = build_config(args)
+        self.encoder_file = None
+        if self.space == "code":
+            if args.dset not in CODE_SPACE:
+                raise UsageError(f"--space code needs an autoencoder; only "
+                                 f"{', '.join(CODE_SPACE)} have one.")
+            self.encoder_file = args.ae_weights or default_ae(args)
+            try:
+                config["encoder"] = load_encoder(self.encoder_file)
+            except (OSError, ValueError, KeyError) as err:
+                hint = (" Train one with scripts/pretrain_ae.py --dset reuters and pass it with "
+                        "--ae-weights (or VaDE's ae_reuters10k weights)."
+                        if args.dset == "reuters" and not args.ae_weights else "")
+                raise UsageError(f"--ae-weights {self.encoder_file}: {err}{hint}") from None
+        self.config = config
+        self.net = self.make_net(checkpoint_dir=None)
+        try:  # the estimator's own checks of its parameters against n, before any work
+            _, self.batch_size, _, _ = self.net._resolve_params(len(self.x))
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        self.check_reference_size()
+
+    def check_reference_size(self):
+        """Refuse, before training, an exact reference graph (``exact_reference``)
+        too large to build: the full-data graph that minibatches sample."""
+        n = len(self.x)
+        if not (self.args.grassmann or (not self.args.no_exact and n <= DENSE_MAX_N)):
+            return
+        per_point = max(self.net._make_affinity().full_data_ranks(n, self.batch_size).values())
+        if n * per_point > MAX_REFERENCE_EDGES:
+            raise UsageError(
+                f"the exact reference graph would have {n * per_point:,} edges "
+                f"(n={n}, {per_point} neighbours each), more than {MAX_REFERENCE_EDGES:,}; "
+                "drop --grassmann for this data set."
+            )
+
+    def make_net(self, checkpoint_dir):
+        args = self.args
+        return SpectralNet(self.k, random_state=args.seed, verbose=0 if args.quiet else 1,
+                           checkpoint_dir=checkpoint_dir, **self.config)
+
+
+def main(argv=None):
+    """The ``spectralnet`` entry point: ``run_command``, exit status 0."""
+    run_command(argv)
+    return 0
+
+
+def run_command(argv=None):
+    """The command: parse, check the inputs, claim the run directory, run;
+    returns the results dict. User errors exit with status 2 and one line
+    on stderr."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parse_args(argv)
+        resume = args.resume is not None
+        if resume:
+            out = args.resume
+            args = parse_args(rundir.resumable_args(out))
+        else:
+            if args.dset is None:
+                raise UsageError("--dset is required (or --resume DIR).")
+            out = args.out or os.path.join(
+                "runs", f"{args.dset}-{datetime.datetime.now():%Y%m%d-%H%M%S}")
+            if args.out is None:
+                argv += ["--out", out]
+            rundir.check_new(out)
+        job = Job(args)
+        with rundir.claim(out, argv, resume=resume):
+            return run(job, out, resume)
+    except (UsageError, rundir.RunDirectoryError) as err:
+        print(f"{PROG}: error: {' '.join(str(err).split())}", file=sys.stderr)  # one line
+        raise SystemExit(2) from None
+
+
+def exact_reference(net, affinity, z, y, results, seed):
+    """Exact spectral clustering of all of z, on the graph SpectralNet's
+    minibatches sample (``Affinity.for_full_data``: neighbour ranks scaled by
+    n / batch size); its eigenvectors are, approximately, the ones the net
+    approximates. Adds the figures to ``results``; returns (labels, eigenvectors)."""
+    _, batch_size, _, _ = net._resolve_params(len(z))
+    if not hasattr(affinity, "scale_"):
+        affinity.fit(z, batch_size, seed=seed)
+    full = affinity.for_full_data(len(z), batch_size)  # its size was checked by Job
+    labels, eigvecs = spectral_clustering(z, net.n_clusters, full, net.laplacian,
+                                          neighbors="exact", random_state=seed)
+    results.update(exact_acc=acc(y, labels), exact_nmi=nmi(y, labels),
+                   exact_graph=full._ranks())
+    return labels, eigvecs
+
+
+def run(job, out, resume=False):
+    """One run into the claimed directory ``out`` (see main)."""
+    args, x, y, k = job.args, job.x, job.y, job.k
+    t0 = time.perf_counter() - job.data_seconds
+    seconds = {"data": round(job.data_seconds, 3)}
+
+    def phase(name, start):
+        seconds[name] = round(time.perf_counter() - start, 3)
+        print(f"[{name}] {seconds[name]:.1f}s", flush=True)
+
+    print(f"[data] {job.data_seconds:.1f}s", flush=True)
+    net = job.make_net(checkpoint_dir=os.path.join(out, "checkpoints"))
+    results = {"dataset": args.dset, "n": int(len(x)), "n_clusters": k, "space": job.space,
+               "affinity": "siamese" if net.affinity_embedding == "siamese" else "euclidean"}
+
+    # The points in the space SpectralNet clusters: the rows, or their codes.
+    t = time.perf_counter()
+    z = x if net.encoder is None else map_batches(net.encoder, x)
+    phase("encode", t)
+    eigvecs = exact_labels = None
+    if not args.no_exact and len(x) <= DENSE_MAX_N:
+        t = time.perf_counter()
+        # Before training, so the history tracks the Grassmann distance.
+        exact_labels, eigvecs = exact_reference(net, net._make_affinity(), z, y, results,
+                                                args.seed)
+        phase("exact", t)
+
+    known = None
+    if args.labeled_fraction > 0:
+        rng = np.random.default_rng(args.seed)
+        known = np.where(rng.uniform(size=len(y)) < args.labeled_fraction, y, -1)
+        results["labeled"] = int((known >= 0).sum())
+
+    t = time.perf_counter()
+    net.fit(x, partial_labels=known, eigvecs=eigvecs, resume=resume)
+    phase("train", t)
+    if hasattr(net, "siamese_history_"):
+        seconds["siamese"] = round(net.siamese_history_["seconds"], 3)
+    seconds["spectral"] = round(net.history_["seconds"], 3)
+    results.update(acc=acc(y, net.labels_), nmi=nmi(y, net.labels_))
+    if job.x_test is not None:
+        t = time.perf_counter()
+        test_labels = net.predict(job.x_test)
+        results.update(n_test=int(len(job.y_test)), test_acc=acc(job.y_test, test_labels),
+                       test_nmi=nmi(job.y_test, test_labels))
+        phase("test", t)
+    if args.grassmann and eigvecs is None:
+        t = time.perf_counter()
+        # After training: the graph in the trained Siamese distance, if any.
+        _, eigvecs = exact_reference(net, net.affinity_, z, y, results, args.seed)
+        phase("grassmann", t)
+    if eigvecs is not None:
+        results["grassmann"] = grassmann(net.embedding_, eigvecs)
+
+    t = time.perf_counter()
+    km_labels = KMeans(k, n_init=10, random_state=args.seed).fit_predict(z)
+    results.update(kmeans_acc=acc(y, km_labels), kmeans_nmi=nmi(y, km_labels))
+    phase("kmeans", t)
+
+    if not args.no_plots:
+        t = time.perf_counter()
+        from . import plots
+
+        panels = {"SpectralNet": net.labels_}
+        if exact_labels is not None:
+            panels["spectral clustering"] = exact_labels
+        panels["k-means"] = km_labels
+        x_plot = z if is_lazy(x) else x
+        if len(x) > 10000:  # a readable scatter of MNIST-sized data
+            keep = np.random.default_rng(0).choice(len(x), 10000, replace=False)
+            x_plot, panels = x_plot[keep], {key: v[keep] for key, v in panels.items()}
+        plots.plot_clusters(os.path.join(out, "clusters.png"), x_plot, panels)
+        if eigvecs is not None:
+            plots.plot_eigenvectors(os.path.join(out, "eigenvectors.png"), net.embedding_, eigvecs)
+        plots.plot_training(os.path.join(out, "training.png"), net.history_)
+        phase("plots", t)
+
+    if args.export:
+        t = time.perf_counter()
+        results["export"] = net.export(args.export, name=args.dset)
+        phase("export", t)
+
+    seconds["total"] = round(time.perf_counter() - t0, 3)
+    results["seconds"] = seconds
+    results["peak_rss_gib"] = round(
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)  # KiB on Linux
+    results["epochs"] = len(net.history_["loss"])
+    results["iterations"] = net.history_["iteration"][-1]
+    params = {key: list(v) if isinstance(v, tuple) else v for key, v in net.get_params().items()}
+    params["encoder"] = job.encoder_file
+    results["config"] = {**params, "seed": args.seed, "scale_": net.affinity_.scale_}
+    results["history"] = {key: v for key, v in net.history_.items() if key != "seconds"}
+    with atomic_file(os.path.join(out, rundir.RESULTS)) as f:
+        json.dump(results, f, indent=2)
+    summary = (
+        f"{args.dset}: n={len(x)} k={k} ACC={results['acc']:.4f} NMI={results['nmi']:.4f}"
+    )
+    if "test_acc" in results:
+        summary += f" test ACC={results['test_acc']:.4f} NMI={results['test_nmi']:.4f}"
+    if "grassmann" in results:
+        summary += f" grassmann={results['grassmann']:.4f}"
+    if "exact_acc" in results:
+        summary += f" | exact ACC={results['exact_acc']:.4f}"
+    summary += f" | k-means ACC={results['kmeans_acc']:.4f} | {seconds['total']:.0f}s -> {out}"
+    print(summary)
+    return results
+
+
+if __name__ == "__main__":
+    sys.exit(main())
