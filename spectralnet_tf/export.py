@@ -82,7 +82,8 @@ def export_archive(embedder, centers):
     find variable ...")."""
     d = embedder.input_shape[-1]
     archive = keras.export.ExportArchive()
-    archive.track(embedder)
+    # No archive.track(embedder): the endpoint's variables are tracked anyway,
+    # and tracking the model as well stored every weight twice (Keras 3.15).
     archive.add_endpoint(
         SIGNATURE, serving_function(embedder, centers),
         input_signature=[tf.TensorSpec([None, d], tf.float32, name="x")],

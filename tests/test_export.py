@@ -90,6 +90,14 @@ def test_both_loaders_serve_the_estimators_embedding_and_clusters(model, request
         np.testing.assert_array_equal(np.argmin(served["distances"], axis=1), labels)
 
 
+def test_saved_model_stores_each_weight_once(fitted, tmp_path):
+    net, _ = fitted
+    path = net.export(str(tmp_path))
+    stored = [shape for name, shape in tf.train.list_variables(os.path.join(path, "variables", "variables"))
+              if name != "_CHECKPOINTABLE_OBJECT_GRAPH"]
+    assert sorted(map(tuple, stored)) == sorted(tuple(v.shape) for v in net.model_.variables)
+
+
 def test_saved_model_cli_run_serves_the_export(fitted, tmp_path):
     """The command of the bug report: it failed with 'Could not find variable'."""
     net, x = fitted
