@@ -52,6 +52,17 @@ AE_ALL, AE_TRAIN60K, AE_REUTERS = (
     "ae_mnist_weights.h5", "ae_mnist_train60k_weights.h5", "ae_reuters_weights.h5")
 
 
+DESCRIPTION = """\
+Run SpectralNet on a data set, compare it with exact spectral clustering and
+k-means, and write results.json and PNG plots into a run directory.
+
+    spectralnet --dset cc
+    spectralnet --dset mnist --split
+    spectralnet --resume runs/mnist-20261122-101500
+
+A user error is one line on stderr and exit status 2, before any training."""
+
+
 class UsageError(Exception):
     """A user error: reported as one line and exit status 2, no traceback."""
 
@@ -102,7 +113,7 @@ POSITIVE_FLOAT = _number(float, 0.0, True)
 
 
 def build_parser():
-    p = _Parser(prog=PROG, description=__doc__,
+    p = _Parser(prog=PROG, description=DESCRIPTION,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     run = p.add_argument_group("the run")
     run.add_argument("--dset", choices=sorted(DATASETS), help="data set (required unless --resume)")
