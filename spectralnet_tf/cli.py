@@ -72,29 +72,21 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see {self.prog} --help)")
 
 
-def _number(kind, low, strict):
-    """argparse type: a ``kind`` number > low (strict) or >= low."""
+def _number(kind, low, strict, below=None):
+    """argparse type: a ``kind`` number > low (strict) or >= low, and < below if given."""
     def parse(text):
         try:
             value = kind(text)
         except ValueError:
             value = None
-        if value is None or not (value > low if strict else value >= low):
+        if value is None or not (value > low if strict else value >= low) or (
+                below is not None and value >= below):
+            wanted = (f"in [{low}, {below})" if below is not None
+                      else f"{'>' if strict else '>='} {low}")
             raise argparse.ArgumentTypeError(
-                f"must be {'an integer' if kind is int else 'a number'} "
-                f"{'>' if strict else '>='} {low}, got {text!r}")
+                f"must be {'an integer' if kind is int else 'a number'} {wanted}, got {text!r}")
         return value
     return parse
-
-
-def _fraction(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = None
-    if value is None or not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1), got {text!r}")
-    return value
 
 
 def _units(text):
@@ -109,7 +101,7 @@ def _units(text):
 
 
 POSITIVE_INT, NONNEGATIVE_INT = _number(int, 1, False), _number(int, 0, False)
-POSITIVE_FLOAT = _number(float, 0.0, True)
+POSITIVE_FLOAT, FRACTION = _number(float, 0.0, True), _number(float, 0, False, below=1)
 
 
 def build_parser():
@@ -165,7 +157,7 @@ def build_parser():
                          "Laplacian: the kNN graph that the minibatches sample, with "
                          "neighbour ranks scaled by n / batch size (exact kNN, scipy LOBPCG)")
     semi = p.add_argument_group("semi-supervised")
-    semi.add_argument("--labeled-fraction", type=_fraction, default=0.0,
+    semi.add_argument("--labeled-fraction", type=FRACTION, default=0.0,
                       help="reveal the labels of this random fraction of points (fit's "
                            "partial_labels)")
     out = p.add_argument_group("output")
@@ -250,8 +242,8 @@ class Job:
                         "--ae-weights (or VaDE's ae_reuters10k weights)."
                         if args.dset == "reuters" and not args.ae_weights else "")
                 raise UsageError(f"--ae-weights {self.encoder_file}: {err}{hint}") from None
-        self.config = config
-        self.net = self.make_net(checkpoint_dir=None)
+        self.net = SpectralNet(self.k, random_state=args.seed, verbose=0 if args.quiet else 1,
+                               **config)
         try:  # the estimator's own checks of its parameters against n, before any work
             _, self.batch_size, _, _ = self.net._resolve_params(len(self.x))
         except ValueError as err:
@@ -271,11 +263,6 @@ class Job:
                 f"(n={n}, {per_point} neighbours each), more than {MAX_REFERENCE_EDGES:,}; "
                 "drop --grassmann for this data set."
             )
-
-    def make_net(self, checkpoint_dir):
-        args = self.args
-        return SpectralNet(self.k, random_state=args.seed, verbose=0 if args.quiet else 1,
-                           checkpoint_dir=checkpoint_dir, **self.config)
 
 
 def main(argv=None):
@@ -311,12 +298,11 @@ def run_command(argv=None):
         raise SystemExit(2) from None
 
 
-def exact_reference(net, affinity, z, y, results, seed):
+def exact_reference(net, affinity, z, y, results, seed, batch_size):
     """Exact spectral clustering of all of z, on the graph SpectralNet's
     minibatches sample (``Affinity.for_full_data``: neighbour ranks scaled by
     n / batch size); its eigenvectors are, approximately, the ones the net
     approximates. Adds the figures to ``results``; returns (labels, eigenvectors)."""
-    _, batch_size, _, _ = net._resolve_params(len(z))
     if not hasattr(affinity, "scale_"):
         affinity.fit(z, batch_size, seed=seed)
     full = affinity.for_full_data(len(z), batch_size)  # its size was checked by Job
@@ -338,7 +324,7 @@ def run(job, out, resume=False):
         print(f"[{name}] {seconds[name]:.1f}s", flush=True)
 
     print(f"[data] {job.data_seconds:.1f}s", flush=True)
-    net = job.make_net(checkpoint_dir=os.path.join(out, "checkpoints"))
+    net = job.net.set_params(checkpoint_dir=os.path.join(out, "checkpoints"))
     results = {"dataset": args.dset, "n": int(len(x)), "n_clusters": k, "space": job.space,
                "affinity": "siamese" if net.affinity_embedding == "siamese" else "euclidean"}
 
@@ -351,7 +337,7 @@ def run(job, out, resume=False):
         t = time.perf_counter()
         # Before training, so the history tracks the Grassmann distance.
         exact_labels, eigvecs = exact_reference(net, net._make_affinity(), z, y, results,
-                                                args.seed)
+                                                args.seed, job.batch_size)
         phase("exact", t)
 
     known = None
@@ -376,7 +362,7 @@ def run(job, out, resume=False):
     if args.grassmann and eigvecs is None:
         t = time.perf_counter()
         # After training: the graph in the trained Siamese distance, if any.
-        _, eigvecs = exact_reference(net, net.affinity_, z, y, results, args.seed)
+        _, eigvecs = exact_reference(net, net.affinity_, z, y, results, args.seed, job.batch_size)
         phase("grassmann", t)
     if eigvecs is not None:
         results["grassmann"] = grassmann(net.embedding_, eigvecs)

@@ -457,14 +457,13 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         if self.encoder is None and is_lazy(X):
             X = check_array(map_batches(None, X))  # trained on in memory
         n = len(X)
-        _check_int("n_clusters", self.n_clusters, 1)
+        n_val, batch_size, ortho_batch_size, steps = self._resolve_params(n)
         labels = check_labels(partial_labels, n, self.n_clusters)
         if eigvecs is not None and np.shape(eigvecs) != (n, self.n_clusters):
             raise ValueError(
                 f"eigvecs must have shape (n_samples, n_clusters) = ({n}, {self.n_clusters}), "
                 f"got eigvecs.shape={np.shape(eigvecs)}."
             )
-        n_val, batch_size, ortho_batch_size, steps = self._resolve_params(n)
         for stale in ("siamese_", "siamese_history_"):  # from an earlier fit
             self.__dict__.pop(stale, None)
         checkpointers = self._checkpointers(resume)
