@@ -102,6 +102,7 @@ def _units(text):
 
 POSITIVE_INT, NONNEGATIVE_INT = _number(int, 1, False), _number(int, 0, False)
 POSITIVE_FLOAT, FRACTION = _number(float, 0.0, True), _number(float, 0, False, below=1)
+NONNEGATIVE_FLOAT = _number(float, 0.0, False)
 
 
 def build_parser():
@@ -160,6 +161,10 @@ def build_parser():
     semi.add_argument("--labeled-fraction", type=FRACTION, default=0.0,
                       help="reveal the labels of this random fraction of points (fit's "
                            "partial_labels)")
+    semi.add_argument("--label-weight", type=NONNEGATIVE_FLOAT,
+                      help="weight of the labeled points' cross-entropy in the loss")
+    semi.add_argument("--labeled-share", type=FRACTION,
+                      help="share of each minibatch drawn from the labeled points")
     out = p.add_argument_group("output")
     out.add_argument("--export", nargs="?", const="export", metavar="DIR",
                      help="after training, export a SavedModel for TF-Serving to "
@@ -183,7 +188,7 @@ def build_config(args):
     for key in ("affinity", "n_nbrs", "scale_nbr", "scale", "laplacian", "batch_size",
                 "ortho_batch_size", "learning_rate", "patience", "max_epochs",
                 "steps_per_epoch", "gradient", "output_activation", "siamese_max_epochs",
-                "siamese_n_nbrs"):
+                "siamese_n_nbrs", "label_weight", "labeled_share"):
         value = getattr(args, key)
         if value is not None:
             config[key] = value

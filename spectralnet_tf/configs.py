@@ -12,6 +12,7 @@ CONFIGS = {
     "moons": dict(_TOY),
     "circles": dict(_TOY),
     "noisy_circles": dict(_TOY),
+    "rings": dict(_TOY),
     "spirals": dict(_TOY),
     "rings3d": dict(_TOY),
     "digits": {"hidden_units": (512, 512, 256), "max_epochs": 100},

@@ -57,10 +57,21 @@ def check_labels(partial_labels, n, n_clusters):
             f"partial_labels must have shape (n_samples,) = ({n},), got "
             f"partial_labels.shape={labels.shape}."
         )
-    if not np.issubdtype(labels.dtype, np.integer):
+    if np.issubdtype(labels.dtype, np.floating):
+        # Whole numbers stored as floats (e.g. 1.0, -1.0) are accepted.
+        fractional = ~np.isfinite(labels) | (labels != np.round(labels))
+        if fractional.any():
+            i = int(np.argmax(fractional))
+            raise ValueError(
+                "partial_labels must hold integers (a cluster in [0, n_clusters) for labeled "
+                f"points, -1 for the others), got partial_labels[{i}]={labels[i].item()!r} "
+                f"({int(fractional.sum())} such values)."
+            )
+    elif not np.issubdtype(labels.dtype, np.integer) or labels.dtype == bool:
         raise ValueError(
             "partial_labels must hold integers (a cluster in [0, n_clusters) for labeled "
-            f"points, -1 for the others), got dtype={labels.dtype}."
+            f"points, -1 for the others), got dtype={labels.dtype} (e.g. "
+            f"partial_labels[0]={labels[0].item()!r})."
         )
     bad = (labels < -1) | (labels >= n_clusters)
     if bad.any():
@@ -187,6 +198,16 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     validation_fraction : float, default=0.1
         Fraction of X held out at random for the validation loss; at least
         one more point than the affinity's neighbours (small data only).
+    label_weight : float, default=1.0
+        Semi-supervised only (``fit(X, partial_labels=...)``): weight of the
+        labeled points' cross-entropy in the loss (paper Sec. 5.3's closing
+        remark; ``losses.label_loss``: softmax over minus the squared
+        distances to each class's mean output in the minibatch). 0 turns it
+        off.
+    labeled_share : float, default=0.1
+        Semi-supervised only: this share of each gradient minibatch is drawn
+        from the labeled points (all of them if there are fewer), the rest
+        uniformly from the others. 0: uniform minibatches.
     affinity_embedding : None, "siamese" or callable, default=None
         None: affinities use Euclidean distances between points (in code space
         if ``encoder`` is set). "siamese": a Siamese net is trained first on
@@ -280,6 +301,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         steps_per_epoch=None,
         gradient="projected",
         validation_fraction=0.1,
+        label_weight=1.0,
+        labeled_share=0.1,
         affinity_embedding=None,
         encoder=None,
         siamese_hidden_units=(1024, 1024, 512, 10),
@@ -310,6 +333,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self.steps_per_epoch = steps_per_epoch
         self.gradient = gradient
         self.validation_fraction = validation_fraction
+        self.label_weight = label_weight
+        self.labeled_share = labeled_share
         self.affinity_embedding = affinity_embedding
         self.encoder = encoder
         self.siamese_hidden_units = siamese_hidden_units
@@ -355,6 +380,12 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         if self.encoder is not None and not hasattr(self.encoder, "predict"):
             raise ValueError(f"encoder must be a Keras model or None, got encoder={self.encoder!r}.")
         _check_positive("learning_rate", self.learning_rate)
+        if not (isinstance(self.label_weight, numbers.Real) and not isinstance(self.label_weight, bool)
+                and 0.0 <= self.label_weight < np.inf):
+            raise ValueError(f"label_weight must be a number >= 0, got label_weight={self.label_weight!r}.")
+        if not (isinstance(self.labeled_share, numbers.Real) and not isinstance(self.labeled_share, bool)
+                and 0.0 <= self.labeled_share <= 1.0):
+            raise ValueError(f"labeled_share must be in [0, 1], got labeled_share={self.labeled_share!r}.")
         _check_positive("min_lr", self.min_lr)
         if isinstance(emb, str) and emb == "siamese":
             _check_units("siamese_hidden_units", self.siamese_hidden_units)
@@ -426,9 +457,15 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             go in ``partial_labels``.
         partial_labels : array-like of shape (n_samples,), optional
             Semi-supervised labels: a cluster in ``[0, n_clusters)`` for the
-            few labeled points, -1 for all others. Labeled pairs get affinity 1
-            (same label) or 0 (different labels) and also enrich the Siamese
-            training pairs (paper Sec. 5.3).
+            few labeled points, -1 for all others (integers, or whole numbers
+            stored as floats). Labeled pairs get affinity 1 (same label) or 0
+            (different labels) and enrich the Siamese training pairs (paper
+            Sec. 5.3); labeled points are oversampled into every minibatch
+            (``labeled_share``) and add a cross-entropy term
+            (``label_weight``). With every point labeled, the affinity of a
+            minibatch is the label graph (1 within a class, 0 across), so
+            F_theta learns the class indicators: supervised training of the
+            embedding, after which k-means recovers the classes.
         eigvecs : array of shape (n_samples, n_clusters), optional
             True Laplacian eigenvectors of X; if given, the history records
             the Grassmann distance to them after each epoch.
@@ -491,6 +528,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             patience=self.patience, min_lr=self.min_lr, epochs=self.max_epochs,
             steps_per_epoch=steps, seed=train_seed, verbose=self.verbose,
             gradient=self.gradient, y_train=labels_train, y_val=labels_val,
+            labeled_share=self.labeled_share, label_weight=self.label_weight,
             checkpointer=checkpointers.get("spectral"),
             x_eval=Z if eigvecs is not None else None, eigvecs=eigvecs,
         )

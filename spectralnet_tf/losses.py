@@ -47,3 +47,24 @@ def contrastive_loss(z1, z2, is_positive, margin=1.0):
     pos = tf.cast(is_positive, sq.dtype)
     neg_term = tf.square(tf.nn.relu(margin - dist))
     return tf.reduce_mean(pos * sq + (1.0 - pos) * neg_term)
+
+
+def label_loss(y, labels, n_clusters):
+    """Cross-entropy of the labeled points of a minibatch (paper Sec. 5.3's
+    closing remark), with no extra weights: each class's prototype is the mean
+    output of its labeled points in the batch, and a point's logits are minus
+    its squared distances to the prototypes. The clusters are read the same
+    way (nearest centroid), so this asks each labeled point to be nearest its
+    own class. ``labels`` holds -1 for unlabeled points; classes without a
+    labeled point in the batch are left out. 0 if no point is labeled.
+    """
+    onehot = tf.one_hot(labels, n_clusters, dtype=y.dtype)  # -1 gives a zero row
+    counts = tf.reduce_sum(onehot, axis=0)
+    prototypes = tf.matmul(onehot, y, transpose_a=True) / tf.maximum(counts, 1.0)[:, None]
+    d2 = (tf.reduce_sum(tf.square(y), axis=1, keepdims=True)
+          - 2.0 * tf.matmul(y, prototypes, transpose_b=True)
+          + tf.reduce_sum(tf.square(prototypes), axis=1)[None, :])
+    logits = tf.where(counts[None, :] > 0, -d2, tf.constant(-1e9, y.dtype))
+    per_point = tf.nn.softmax_cross_entropy_with_logits(onehot, logits)
+    is_labeled = tf.reduce_sum(onehot, axis=1)
+    return tf.reduce_sum(per_point * is_labeled) / tf.maximum(tf.reduce_sum(is_labeled), 1.0)

@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from .affinity import apply_labels
-from .losses import spectral_loss
+from .losses import label_loss, spectral_loss
 from .metrics import grassmann
 from .orthonorm import tangent_projection
 from .streaming import map_batches
@@ -102,27 +102,48 @@ def run_epochs(run_epoch, validation_loss, schedule, epochs, verbose=1, monitor=
     return history
 
 
-def sample_rows(generator, n, m):
-    """m distinct indices drawn uniformly from range(n)."""
-    return tf.math.top_k(generator.uniform([n]), k=m).indices
+def sample_rows(generator, n, m, preferred=None, m_preferred=0):
+    """m distinct indices drawn uniformly from range(n). With ``preferred``
+    (row indices) and ``m_preferred`` > 0, that many are drawn from
+    ``preferred`` and the rest uniformly from all other rows (oversampling)."""
+    scores = generator.uniform([n])
+    if preferred is not None and m_preferred > 0:
+        pick = tf.math.top_k(generator.uniform(tf.shape(preferred)), k=m_preferred).indices
+        pick = tf.gather(preferred, pick)
+        scores = tf.tensor_scatter_nd_add(scores, pick[:, None], tf.ones([m_preferred]))
+    return tf.math.top_k(scores, k=m).indices
 
 
 def validation_batches(x_val, z_val, y_val, batch_size, affinity):
-    """Fixed validation minibatches with their affinity computed once."""
+    """Fixed validation minibatches ``(x, W, labels)``, W computed once."""
     n_batches = max(1, int(np.ceil(len(x_val) / batch_size)))
     split = functools.partial(np.array_split, indices_or_sections=n_batches)
     return [
-        (tf.constant(xb), apply_labels(affinity.kernel_matrix(tf.constant(zb)), tf.constant(yb)))
+        (tf.constant(xb), apply_labels(affinity.kernel_matrix(tf.constant(zb)), tf.constant(yb)),
+         tf.constant(yb))
         for xb, zb, yb in zip(split(x_val), split(z_val), split(y_val))
     ]
 
 
-def gradient_step(model, optimizer, x_batch, w, laplacian="unnormalized", gradient="projected"):
+def minibatch_loss(w, y, laplacian="unnormalized", labels=None, label_weight=0.0):
+    """The loss of one minibatch: the SpectralNet loss, plus ``label_weight``
+    times the labeled points' cross-entropy (``losses.label_loss``) when
+    ``labels`` are given. Training and validation both use it."""
+    loss = spectral_loss(w, y, laplacian)
+    if labels is not None and label_weight > 0:
+        loss += label_weight * label_loss(y, labels, y.shape[-1])
+    return loss
+
+
+def gradient_step(model, optimizer, x_batch, w, laplacian="unnormalized", gradient="projected",
+                  labels=None, label_weight=0.0):
     """One gradient step of Algorithm 1 on a minibatch and its affinity ``w``;
-    the Orthonorm kernel is non-trainable, so it is a constant here. Returns the loss."""
+    the Orthonorm kernel is non-trainable, so it is a constant here. With
+    ``labels`` and ``label_weight`` > 0 the loss adds that multiple of the
+    labeled points' cross-entropy (``losses.label_loss``). Returns the loss."""
     with tf.GradientTape(persistent=True) as tape:
         y = tf.cast(model(x_batch, training=True), tf.float32)  # no-op unless mixed precision
-        loss = spectral_loss(w, y, laplacian)
+        loss = minibatch_loss(w, y, laplacian, labels, label_weight)
     grad_y = tape.gradient(loss, y)
     if gradient == "projected":
         grad_y = tangent_projection(y, grad_y)
@@ -152,6 +173,8 @@ def train_spectralnet(
     gradient="projected",
     y_train=None,
     y_val=None,
+    labeled_share=0.0,
+    label_weight=0.0,
     x_eval=None,
     eigvecs=None,
     checkpointer=None,
@@ -166,6 +189,9 @@ def train_spectralnet(
     gradient of Algorithm 1 as printed, which degenerates (README).
     ``y_train``/``y_val`` hold known labels (-1: unknown) that override the
     affinity of labeled pairs (semi-supervised; ``affinity.apply_labels``).
+    Then ``labeled_share`` of each gradient minibatch is drawn from the
+    labeled points (as many as there are, up to that share), and
+    ``label_weight`` weighs their cross-entropy in the loss.
     With ``eigvecs`` (the true eigenvectors on ``x_eval``), the history also
     holds the Grassmann distance after each epoch. Returns the history dict.
     """
@@ -181,6 +207,8 @@ def train_spectralnet(
     y_val = unlabeled(len(x_val)) if y_val is None else np.asarray(y_val, np.int64)
     y_tr = tf.constant(y_train)
     semi_supervised = bool((y_train >= 0).any())  # decided once, at trace time
+    labeled_rows = tf.constant(np.flatnonzero(y_train >= 0), tf.int32)
+    m_labeled = min(int(labeled_rows.shape[0]), int(round(labeled_share * batch_size)))
     generator = tf.random.Generator.from_seed(seed)
     optimizer = keras.optimizers.RMSprop(learning_rate)
     optimizer.build(model.trainable_variables)
@@ -195,17 +223,21 @@ def train_spectralnet(
             x_ortho = tf.gather(x_tr, sample_rows(generator, n, ortho_batch_size))
             orthonorm.orthogonalize(body(x_ortho, training=False))
             # Gradient step: a fresh minibatch, its affinity, the loss.
-            rows = sample_rows(generator, n, batch_size)
+            rows = sample_rows(generator, n, batch_size, labeled_rows, m_labeled)
             x_batch = tf.gather(x_tr, rows)
             w = affinity.kernel_matrix(tf.gather(z_tr, rows))
+            labels = None
             if semi_supervised:
-                w = apply_labels(w, tf.gather(y_tr, rows))
-            total += gradient_step(model, optimizer, x_batch, w, laplacian, gradient)
+                labels = tf.gather(y_tr, rows)
+                w = apply_labels(w, labels)
+            total += gradient_step(model, optimizer, x_batch, w, laplacian, gradient,
+                                   labels, label_weight)
         return total / tf.cast(steps, tf.float32)
 
     @tf.function
     def validation_loss():
-        losses = [spectral_loss(w, model(xb), laplacian) for xb, w in val_batches]
+        losses = [minibatch_loss(w, model(xb), laplacian, yb if semi_supervised else None,
+                                 label_weight) for xb, w, yb in val_batches]
         return tf.add_n(losses) / len(losses)
 
     def monitor(epoch):

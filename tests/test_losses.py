@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from spectralnet_tf.losses import contrastive_loss, spectral_loss
+from spectralnet_tf.losses import contrastive_loss, label_loss, spectral_loss
 
 
 def _w_y(m=50, k=3, seed=0):
@@ -47,3 +47,26 @@ def test_contrastive_loss_matches_its_definition():
     expected = (0.25 + (1 - 0.5) ** 2 + 0.0) / 3
     got = contrastive_loss(tf.constant(z1), tf.constant(z2), tf.constant(pos)).numpy()
     assert got == pytest.approx(expected, rel=1e-6)
+
+
+def test_label_loss_is_the_cross_entropy_of_distances_to_the_class_prototypes():
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=(12, 3)).astype(np.float32)
+    labels = np.array([0, 0, 1, -1, 1, -1, 0, -1, 1, 1, -1, -1])  # class 2 has no labeled point
+    # By hand: prototypes of classes 0 and 1, softmax over minus squared distances.
+    protos = np.stack([y[labels == c].mean(axis=0) for c in (0, 1)])
+    lab = np.flatnonzero(labels >= 0)
+    logits = -((y[lab, None, :] - protos[None]) ** 2).sum(-1)
+    log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    expected = -log_p[np.arange(len(lab)), labels[lab]].mean()
+    got = label_loss(tf.constant(y), tf.constant(labels), 3).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
+def test_label_loss_is_zero_without_labels_and_falls_as_classes_separate():
+    y = tf.constant(np.random.default_rng(1).normal(size=(8, 2)).astype(np.float32))
+    assert label_loss(y, tf.fill([8], -1), 2).numpy() == 0.0
+    labels = tf.constant([0, 0, 0, 0, 1, 1, 1, 1])
+    mixed = tf.constant([[0.0, 0.0], [2.0, 0.0]] * 4)  # each class spread over both places
+    apart = tf.constant([[0.0, 0.0]] * 4 + [[2.0, 0.0]] * 4)
+    assert label_loss(apart, labels, 2).numpy() < 0.05 < np.log(2) - 1e-6 < label_loss(mixed, labels, 2).numpy() + 1e-6

@@ -24,3 +24,16 @@ def test_sample_rows_draws_distinct_indices_and_is_seeded():
     assert len(set(idx)) == 40 and idx.min() >= 0 and idx.max() < 100
     again = sample_rows(tf.random.Generator.from_seed(0), 100, 40).numpy()
     np.testing.assert_array_equal(idx, again)
+
+
+def test_sample_rows_oversamples_the_preferred_rows_exactly():
+    gen = tf.random.Generator.from_seed(0)
+    preferred = tf.constant([3, 17, 42, 77, 90], tf.int32)
+    for _ in range(20):
+        idx = sample_rows(gen, 100, 30, preferred, 4).numpy()
+        assert len(set(idx)) == 30 and idx.min() >= 0 and idx.max() < 100
+        assert len(set(idx) & {3, 17, 42, 77, 90}) >= 4
+    # No preferred rows: the same stream as before oversampling existed.
+    np.testing.assert_array_equal(
+        sample_rows(tf.random.Generator.from_seed(0), 100, 40, preferred, 0).numpy(),
+        sample_rows(tf.random.Generator.from_seed(0), 100, 40).numpy())
