@@ -186,19 +186,23 @@ def test_fit_transform_feature_names_and_random_state_instances():
     np.testing.assert_array_equal(a.embedding_, b.embedding_)
 
 
-def _noisy_circles_fit(seed, labeled_fraction):
-    from spectralnet_tf.configs import config_for
+#: A small net and budget, so that the semi-supervised tests stay fast; the
+#: defaults are measured on the same data in BENCHMARKS.md (issue 17).
+NOISY_CIRCLES_FAST = dict(hidden_units=(64, 64), max_epochs=EPOCHS, steps_per_epoch=STEPS)
 
-    x, y, k = load_dataset("noisy_circles", seed=seed)
+
+def _noisy_circles_fit(seed, labeled_fraction):
+    x, y, k = load_dataset("noisy_circles", seed=seed)  # noise 0.12: Bayes rule 0.981
     rng = np.random.default_rng(seed)
     known = np.where(rng.uniform(size=len(y)) < labeled_fraction, y, -1)
-    net = SpectralNet(k, random_state=seed, **config_for("noisy_circles"))
+    net = SpectralNet(k, random_state=seed, **NOISY_CIRCLES_FAST)
     return acc(y, net.fit(x, partial_labels=known if labeled_fraction else None).labels_)
 
 
-@pytest.mark.slow
-def test_two_percent_labels_recover_the_noisy_circles_that_unsupervised_training_misses():
-    # Measured (BENCHMARKS.md): unsupervised 0.71-0.74; with 2% labels 0.99.
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_two_percent_labels_recover_the_noisy_circles(seed):
+    assert _noisy_circles_fit(seed, 0.02) >= 0.95
+
+
+def test_without_labels_the_same_noisy_circles_are_cut_wrongly():
     assert _noisy_circles_fit(0, 0.0) < 0.8
-    for seed in (0, 1, 2):
-        assert _noisy_circles_fit(seed, 0.02) >= 0.95
