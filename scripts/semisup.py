@@ -20,6 +20,7 @@ import datetime
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import time
@@ -117,7 +118,7 @@ def _trial(job):
 
 
 def save_record(kind, tag, args, trials, extra):
-    record = {"command": "python scripts/semisup.py " + " ".join(sys.argv[1:]),
+    record = {"command": "python scripts/semisup.py " + shlex.join(sys.argv[1:]),
               "kind": kind, "commit": commit(), "date": datetime.date.today().isoformat(),
               "machine": machine(), **extra, "trials": trials}
     os.makedirs(args.results, exist_ok=True)
@@ -264,6 +265,10 @@ def cmd_table(args):
         sec = float(np.median([t["seconds"] for t in group]))
         setting = dict(zip(keys, key))
         b = bayes.get(f"{setting['outer_radius']}/{setting['noise']}")
+        if b is None:  # records of ablate do not keep it
+            from spectralnet_tf.datasets import rings_bayes_accuracy
+
+            b = rings_bayes_accuracy(setting["noise"], (1.0, setting["outer_radius"]))
         cells = list(key) + [f"{b:.4f}" if b else "", " ".join(str(t["seed"]) for t in group),
                              " ".join(f"{a:.3f}" for a in accs), f"{min(accs):.4f}",
                              " ".join(f"{t['label_spreading_acc']:.3f}" for t in group

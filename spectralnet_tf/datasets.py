@@ -44,11 +44,10 @@ def circles(n=1500, noise=0.05, seed=0, factor=0.5):
 def noisy_circles(n=1500, noise=0.12, seed=0, factor=0.5):
     """Concentric circles with heavy noise (paper Sec. 5.3's semi-supervised demo).
 
-    At noise 0.10 unsupervised SpectralNet fails (ACC 0.71-0.74 over seeds 0-2)
-    and 2% labels bring it to 0.99 (BENCHMARKS.md). At 0.12 even thresholding
-    the radius at 0.75 errs on ~2% of the points, and the density minimum
-    between the rings lies outside that radius (the outer ring is spread over
-    twice the circumference); 2% labels then fell short of 0.95 in one seed.
+    Radii 1 and 0.5, noise 0.12: the same as ``rings`` with radii 1 and 2 at
+    noise 0.24, where the Bayes rule (thresholding the radius) reaches 0.981.
+    Unsupervised SpectralNet cuts them wrongly; with 2% labels, see
+    BENCHMARKS.md (issue 17).
     """
     return circles(n, noise=noise, seed=seed, factor=factor)
 
