@@ -31,6 +31,9 @@ ROOT = os.path.dirname(HERE)
 
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, HERE)  # the sibling script's matmul rate
+from bench import matmul_rate  # noqa: E402
+
 #: (outer radius, noise): from 0.08 up to the largest noise at which the Bayes
 #: rule still reaches >= 0.985 (0.9885 at 1.5 / 0.11; 0.9882 at 2.0 / 0.22).
 SETTINGS = [(1.5, 0.08), (1.5, 0.10), (1.5, 0.11), (2.0, 0.08), (2.0, 0.15), (2.0, 0.22)]
@@ -60,18 +63,6 @@ def commit():
         return out + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
-
-
-def matmul_rate(n=2048, repeats=10):
-    import tensorflow as tf
-
-    a = tf.random.normal((n, n))
-    mm = tf.function(lambda x: tf.matmul(x, x))
-    mm(a).numpy()
-    start = time.perf_counter()
-    for _ in range(repeats):
-        mm(a).numpy()
-    return 2 * n**3 / ((time.perf_counter() - start) / repeats) / 1e9
 
 
 def partial_labels(y, fraction, seed):
@@ -288,6 +279,7 @@ def cmd_plot(args):
         with open(path) as f:
             records.append(json.load(f))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    colors = {}  # one colour per series in both panels
     for ax, r2 in zip(axes, sorted({t["outer_radius"] for r in records for t in r["trials"]})):
         for record in records:
             for (n, fraction), group in _groups(
@@ -296,13 +288,15 @@ def cmd_plot(args):
                 noise = sorted(k[0] for k in by_noise)
                 accs = [[t["acc"] for t in by_noise[(s,)]] for s in noise]
                 label = f"n={n}, {'%g%% labels' % (100 * fraction) if fraction else 'no labels'}"
-                line, = ax.plot(noise, [min(a) for a in accs], "o-", label=label + " (min of seeds)")
-                ax.plot(noise, [np.median(a) for a in accs], "x:", color=line.get_color())
+                color = colors.setdefault(label, f"C{len(colors)}")
+                ax.plot(noise, [min(a) for a in accs], "o-", color=color, label=label + " (min of seeds)")
+                ax.plot(noise, [np.median(a) for a in accs], "x:", color=color)
         ax.axhline(0.95, color="gray", lw=0.8)
         ax.set_title(f"rings of radius 1 and {r2}")
         ax.set_xlabel("noise (std per coordinate)")
     axes[0].set_ylabel("ACC (o: min over seeds, x: median)")
-    axes[0].legend(fontsize=7)
+    handles = {h.get_label(): h for ax in axes for h in ax.get_lines() if not h.get_label().startswith("_")}
+    axes[0].legend(handles.values(), handles.keys(), fontsize=7)
     fig.tight_layout()
     fig.savefig(args.out, dpi=100)
     print(f"wrote {args.out}")

@@ -1,0 +1,32 @@
+"""scripts/semisup.py reads its committed records back into the tables of BENCHMARKS.md."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from spectralnet_tf.datasets import rings, rings_bayes_accuracy
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RECORD = os.path.join(ROOT, "benchmarks", "results", "2026-11-22-issue17-ablate-dev-n5000.json")
+
+
+def test_table_of_a_committed_record():
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table", RECORD],
+                         capture_output=True, text=True, check=True).stdout
+    assert "| cross-entropy, no oversampling | 5000 | 2.0 | 0.22 | 0.02 | 0.988" in out
+    assert "| 100 101 102 | 0.987 0.989 0.986 | 0.9864 |" in out
+
+
+def test_rings_and_the_bayes_accuracy_of_thresholding_the_radius():
+    x, y = rings(2000, noise=0.05, seed=0, radii=(1.0, 2.0))
+    radius = np.hypot(x[:, 0], x[:, 1])
+    assert (y == 0).sum() == 1000 and np.all((radius > 1.5) == (y == 1))
+    # Far apart: no error; at noise 0.22, the 0.988 of the grid in BENCHMARKS.md.
+    assert rings_bayes_accuracy(0.05, (1.0, 2.0)) == 1.0
+    assert abs(rings_bayes_accuracy(0.22, (1.0, 2.0)) - 0.988) < 0.002
+    # The Bayes rule thresholds the radius near the middle for equal priors.
+    assert abs(rings_bayes_accuracy(0.11, (1.0, 1.5)) - np.mean(
+        (np.hypot(*rings(400000, 0.11, seed=12345, radii=(1.0, 1.5))[0].T) > 1.25)
+        == rings(400000, 0.11, seed=12345, radii=(1.0, 1.5))[1])) < 0.002
