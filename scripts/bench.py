@@ -27,9 +27,17 @@ import tensorflow as tf  # noqa: E402
 
 
 def machine():
+    """One line: architecture, CPU model, cores, memory, TensorFlow version."""
     with open("/proc/meminfo") as f:
         mem_gib = int(f.readline().split()[1]) / 2**20
-    return f"{platform.machine()}, {os.cpu_count()} cores, {mem_gib:.0f} GiB, CPU only, TF {tf.__version__}"
+    cpu = "unknown CPU"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return (f"{platform.machine()}, {cpu}, {os.cpu_count()} cores, {mem_gib:.0f} GiB, CPU only, "
+            f"TF {tf.__version__}")
 
 
 def append(title, header, rows, command):

@@ -19,7 +19,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import shlex
 import subprocess
 import sys
@@ -31,8 +30,8 @@ ROOT = os.path.dirname(HERE)
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, HERE)  # the sibling script's matmul rate
-from bench import matmul_rate  # noqa: E402
+sys.path.insert(0, HERE)  # the sibling script's machine line and matmul rate
+from bench import machine, matmul_rate  # noqa: E402
 
 #: (outer radius, noise): from 0.08 up to the largest noise at which the Bayes
 #: rule still reaches >= 0.985 (0.9885 at 1.5 / 0.11; 0.9882 at 2.0 / 0.22).
@@ -40,18 +39,6 @@ SETTINGS = [(1.5, 0.08), (1.5, 0.10), (1.5, 0.11), (2.0, 0.08), (2.0, 0.15), (2.
 SIZES = [1500, 5000]
 #: Development seeds for choices (ablate); the grid reports seeds 0-4.
 DEV_SEEDS = [100, 101, 102]
-
-
-def machine():
-    import tensorflow as tf
-
-    cpu = "unknown CPU"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return f"{platform.machine()}, {cpu}, {os.cpu_count()} cores, CPU only, TF {tf.__version__}"
 
 
 def commit():
@@ -190,12 +177,11 @@ def cmd_cause(args):
     overridden (the most the paper's rule can do), and the share of a random
     minibatch's affinity that the labeled pairs carry."""
     import tensorflow as tf
-    from sklearn.cluster import KMeans
 
     from spectralnet_tf.affinity import GaussianKNNAffinity, apply_labels
     from spectralnet_tf.datasets import rings
     from spectralnet_tf.metrics import acc
-    from spectralnet_tf.spectral import laplacian_matrix, smallest_eigenvectors
+    from spectralnet_tf.spectral import cluster_graph
 
     trials = []
     for n in args.n:
@@ -212,9 +198,7 @@ def cmd_cause(args):
                 for name, graph in (("exact_sc_no_labels", w),
                                     ("exact_sc_all_labeled_pairs",
                                      apply_labels(tf.constant(w), tf.constant(known)).numpy())):
-                    _, vecs = smallest_eigenvectors(laplacian_matrix(graph), 2)
-                    pred = KMeans(2, n_init=10, random_state=0).fit_predict(vecs)
-                    out[name] = round(acc(y, pred), 4)
+                    out[name] = round(acc(y, cluster_graph(graph, 2)[0]), 4)
                 rows = np.random.default_rng(seed).choice(n, m, replace=False)
                 wb = apply_labels(aff(x[rows]), tf.constant(known[rows])).numpy()
                 lab = known[rows] >= 0

@@ -72,15 +72,16 @@ def _lobpcg_smallest(lap, k, tol, max_iter):
     return vals, vecs
 
 
-def spectral_embedding(x, affinity, n_components, laplacian="unnormalized", neighbors=None):
-    """True eigenvectors for x: (eigenvalues, (n, n_components) eigenvectors)."""
-    w = affinity.graph(x, neighbors)
-    return smallest_eigenvectors(laplacian_matrix(w, laplacian), n_components)
-
-
 def spectral_clustering(x, n_clusters, affinity, laplacian="unnormalized",
                         neighbors=None, random_state=0):
     """Exact spectral clustering: returns (labels, eigenvectors)."""
-    _, vecs = spectral_embedding(x, affinity, n_clusters, laplacian, neighbors)
+    return cluster_graph(affinity.graph(x, neighbors), n_clusters, laplacian, random_state)
+
+
+def cluster_graph(w, n_clusters, laplacian="unnormalized", random_state=0):
+    """Exact spectral clustering of a given affinity matrix ``w`` (dense or
+    sparse): k-means on its Laplacian's ``n_clusters`` smallest eigenvectors.
+    Returns (labels, eigenvectors)."""
+    _, vecs = smallest_eigenvectors(laplacian_matrix(w, laplacian), n_clusters)
     labels = KMeans(n_clusters, n_init=10, random_state=random_state).fit_predict(vecs)
     return labels, vecs
