@@ -5,6 +5,7 @@
     python scripts/semisup.py grid --fraction 0   # the same data without labels
     python scripts/semisup.py ablate              # each part's contribution, on development seeds
     python scripts/semisup.py cause               # exact spectral clustering with every labeled pair
+    python scripts/semisup.py mnist --fractions 0.02 0.01 0.001   # run.py --dset mnist with labels
     python scripts/semisup.py table RECORD.json   # the Markdown table of a record
     python scripts/semisup.py plot RECORD.json --out PNG
 
@@ -210,6 +211,30 @@ def cmd_cause(args):
     save_record("cause", args.tag or "cause", args, trials, {})
 
 
+def cmd_mnist(args):
+    """The main job (``run.py --dset mnist``) with each labeled fraction, one
+    run at a time in a subprocess with TensorFlow's default threads; each run
+    keeps its directory (results.json, checkpoints) under ``--runs``."""
+    rate = matmul_rate()
+    trials = []
+    for fraction in args.fractions:
+        out = os.path.join(args.runs, f"mnist-s{args.seed}-labeled{fraction:g}")
+        cmd = [sys.executable, os.path.join(HERE, "run.py"), "--dset", "mnist", "--seed",
+               str(args.seed), "--quiet", "--no-plots", "--out", out]
+        if fraction > 0:
+            cmd += ["--labeled-fraction", str(fraction)]
+        subprocess.run(cmd, check=True)
+        with open(os.path.join(out, "results.json")) as f:
+            r = json.load(f)
+        trials.append({"fraction": fraction, "labeled": r.get("labeled", 0),
+                       **{k: round(r[k], 4) for k in ("acc", "nmi", "kmeans_acc", "kmeans_nmi")},
+                       "epochs": r["epochs"], "seconds": r["seconds"],
+                       "peak_rss_gib": r["peak_rss_gib"], "run": out})
+        print(json.dumps(trials[-1]), flush=True)
+    save_record("mnist", args.tag or f"mnist-labels-seed{args.seed}", args, trials,
+                {"seed": args.seed, "matmul_gflops": round(rate, 1)})
+
+
 def _groups(trials, keys):
     groups = {}
     for t in trials:
@@ -310,13 +335,21 @@ def main(argv=None):
         q.add_argument("--settings", type=_setting, nargs="+",
                        default=SETTINGS if name == "grid" else [(1.5, 0.11)],
                        help="OUTER_RADIUS/NOISE pairs")
+    q = sub.add_parser("mnist")
+    q.add_argument("--fractions", type=float, nargs="+", default=[0.0, 0.001, 0.01, 0.02],
+                   help="labeled fractions (0: the unsupervised run)")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--runs", default=os.path.join(ROOT, "runs"), help="where the run directories go")
+    q.add_argument("--tag", default=None, help="record name (default: mnist-labels-seedS)")
+    q.add_argument("--results", default=os.path.join(ROOT, "benchmarks", "results"))
     q = sub.add_parser("table")
     q.add_argument("record")
     q = sub.add_parser("plot")
     q.add_argument("record", nargs="+")
     q.add_argument("--out", required=True)
     args = p.parse_args(argv)
-    {"grid": cmd_grid, "ablate": cmd_ablate, "cause": cmd_cause, "table": cmd_table, "plot": cmd_plot}[args.command](args)
+    {"grid": cmd_grid, "ablate": cmd_ablate, "cause": cmd_cause, "mnist": cmd_mnist,
+     "table": cmd_table, "plot": cmd_plot}[args.command](args)
 
 
 if __name__ == "__main__":
