@@ -172,11 +172,20 @@ def cmd_ablate(args):
                  "processes": args.processes, "matmul_gflops": round(rate, 1)})
 
 
+def rayleigh(w, side):
+    """``f^T L f / f^T f`` for the centred indicator f of a two-way split:
+    the unnormalized-Laplacian cost the spectral loss puts on that split."""
+    f = np.where(side, 1.0, -1.0)
+    f -= f.mean()
+    return float((w.sum(axis=1) * f**2).sum() - f @ w @ f) / float(f @ f)
+
+
 def cmd_cause(args):
     """Is it the minibatch? Exact spectral clustering of the graph a minibatch
     samples (``for_full_data``), without labels and with *every* labeled pair
-    overridden (the most the paper's rule can do), and the share of a random
-    minibatch's affinity that the labeled pairs carry."""
+    overridden (the most the paper's rule can do), the share of a random
+    minibatch's affinity that the labeled pairs carry, and what that
+    minibatch's graph costs for the true split and for both rings halved."""
     import tensorflow as tf
 
     from spectralnet_tf.affinity import GaussianKNNAffinity, apply_labels
@@ -201,7 +210,14 @@ def cmd_cause(args):
                                      apply_labels(tf.constant(w), tf.constant(known)).numpy())):
                     out[name] = round(acc(y, cluster_graph(graph, 2)[0]), 4)
                 rows = np.random.default_rng(seed).choice(n, m, replace=False)
-                wb = apply_labels(aff(x[rows]), tf.constant(known[rows])).numpy()
+                w0 = aff(x[rows]).numpy()
+                # What the loss prefers without labels: the ratio-cut cost of the
+                # true split and of the cheapest cut of both rings in halves.
+                angle = np.arctan2(x[rows, 1], x[rows, 0])
+                out["cut_true"] = round(rayleigh(w0, y[rows] == 1), 4)
+                out["cut_halves"] = round(min(rayleigh(w0, np.cos(angle - a) > 0)
+                                              for a in np.linspace(0, np.pi, 12, endpoint=False)), 4)
+                wb = apply_labels(tf.constant(w0), tf.constant(known[rows])).numpy()
                 lab = known[rows] >= 0
                 out["batch_labeled_points"] = int(lab.sum())
                 out["batch_labeled_pair_share"] = round(
@@ -254,6 +270,16 @@ def cmd_table(args):
         print("| " + " | ".join(head) + " |\n|" + " --- |" * len(head))
         for t in record["trials"]:
             print("| " + " | ".join(str(t[k]) for k in head) + " |")
+        return
+    if record["kind"] == "mnist":
+        rate = record["matmul_gflops"]
+        print("| labeled fraction | labeled points | ACC | NMI | k-means ACC (codes) | epochs "
+              "| Siamese s | spectral s | total min | total s × GFLOP/s / 1000 |\n|" + " --- |" * 10)
+        for t in record["trials"]:
+            s = t["seconds"]
+            print(f"| {t['fraction']:g} | {t['labeled']} | {t['acc']:.4f} | {t['nmi']:.4f} "
+                  f"| {t['kmeans_acc']:.4f} | {t['epochs']} | {s.get('siamese', 0):.0f} "
+                  f"| {s['spectral']:.0f} | {s['total'] / 60:.1f} | {s['total'] * rate / 1000:.0f} |")
         return
     keys = (["variant"] if record["kind"] == "ablate" else []) + ["n", "outer_radius", "noise", "fraction"]
     head = keys + ["Bayes", "seeds", "ACC per seed", "min ACC", "label spreading ACC",
