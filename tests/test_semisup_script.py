@@ -30,3 +30,28 @@ def test_rings_and_the_bayes_accuracy_of_thresholding_the_radius():
     assert abs(rings_bayes_accuracy(0.11, (1.0, 1.5)) - np.mean(
         (np.hypot(*rings(400000, 0.11, seed=12345, radii=(1.0, 1.5))[0].T) > 1.25)
         == rings(400000, 0.11, seed=12345, radii=(1.0, 1.5))[1])) < 0.002
+
+
+def test_table_of_the_mnist_record():
+    record = os.path.join(ROOT, "benchmarks", "results", "2026-11-22-issue17-mnist-labels-seed0.json")
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table", record],
+                         capture_output=True, text=True, check=True).stdout
+    assert "| 0.001 | 67 | 0.9746 | 0.9324 | 0.7426 | 100 | 903 | 1109 | 34.0 | 267 |" in out
+    assert "labeled fraction | labeled points | ACC | NMI" in out
+
+
+def test_rayleigh_is_the_cut_cost_of_a_split():
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    from semisup import rayleigh
+
+    # Two 4-cliques joined by one edge of weight 0.5.
+    w = np.zeros((8, 8))
+    w[:4, :4] = w[4:, 4:] = 1.0
+    np.fill_diagonal(w, 0.0)
+    w[0, 4] = w[4, 0] = 0.5
+    side = np.arange(8) >= 4
+    # f = +-1, centred already: f^T L f = sum over edges of w (f_i - f_j)^2 = 0.5 * 4.
+    assert rayleigh(w, side) == 2.0 / 8
+    f = np.where(np.arange(8) % 2 == 0, 1.0, -1.0)
+    lap = np.diag(w.sum(1)) - w
+    assert np.isclose(rayleigh(w, np.arange(8) % 2 == 0), f @ lap @ f / 8)
