@@ -315,17 +315,17 @@ def cmd_plot(args):
             records.append(json.load(f))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     colors = {}  # one colour per series in both panels
-    for ax, r2 in zip(axes, sorted({t["outer_radius"] for r in records for t in r["trials"]})):
-        for record in records:
-            for (n, fraction), group in _groups(
-                    [t for t in record["trials"] if t["outer_radius"] == r2], ["n", "fraction"]).items():
-                by_noise = _groups(group, ["noise"])
-                noise = sorted(k[0] for k in by_noise)
-                accs = [[t["acc"] for t in by_noise[(s,)]] for s in noise]
-                label = f"n={n}, {'%g%% labels' % (100 * fraction) if fraction else 'no labels'}"
-                color = colors.setdefault(label, f"C{len(colors)}")
-                ax.plot(noise, [min(a) for a in accs], "o-", color=color, label=label + " (min of seeds)")
-                ax.plot(noise, [np.median(a) for a in accs], "x:", color=color)
+    trials = [t for r in records for t in r["trials"]]  # seeds of one setting may span records
+    for ax, r2 in zip(axes, sorted({t["outer_radius"] for t in trials})):
+        for (n, fraction), group in _groups(
+                [t for t in trials if t["outer_radius"] == r2], ["n", "fraction"]).items():
+            by_noise = _groups(group, ["noise"])
+            noise = sorted(k[0] for k in by_noise)
+            accs = [[t["acc"] for t in by_noise[(s,)]] for s in noise]
+            label = f"n={n}, {'%g%% labels' % (100 * fraction) if fraction else 'no labels'}"
+            color = colors.setdefault(label, f"C{len(colors)}")
+            ax.plot(noise, [min(a) for a in accs], "o-", color=color, label=label + " (min of seeds)")
+            ax.plot(noise, [np.median(a) for a in accs], "x:", color=color)
         ax.axhline(0.95, color="gray", lw=0.8)
         ax.set_title(f"rings of radius 1 and {r2}")
         ax.set_xlabel("noise (std per coordinate)")
