@@ -102,9 +102,15 @@ def _check_int(name, value, low):
         raise ValueError(f"{name} must be an integer >= {low}, got {name}={value!r}.")
 
 
+def _check_real(name, value, ok, allowed):
+    """A real number (not a bool) for which ``ok(value)`` holds; the error
+    says it must be ``allowed``."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not ok(value):
+        raise ValueError(f"{name} must be {allowed}, got {name}={value!r}.")
+
+
 def _check_positive(name, value):
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not value > 0:
-        raise ValueError(f"{name} must be a number > 0, got {name}={value!r}.")
+    _check_real(name, value, lambda v: v > 0, "a number > 0")
 
 
 def _check_units(name, value):
@@ -369,12 +375,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         _check_int("patience", self.patience, 1)
         _check_int("max_epochs", self.max_epochs, 1)
         _check_units("hidden_units", self.hidden_units)
-        if not (isinstance(self.validation_fraction, numbers.Real)
-                and 0.0 < self.validation_fraction < 1.0):
-            raise ValueError(
-                "validation_fraction must be in (0, 1), got "
-                f"validation_fraction={self.validation_fraction!r}."
-            )
+        _check_real("validation_fraction", self.validation_fraction, lambda v: 0 < v < 1, "in (0, 1)")
         emb = self.affinity_embedding
         if not (emb is None or callable(emb) or (isinstance(emb, str) and emb == "siamese")):
             raise ValueError(
@@ -384,12 +385,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         if self.encoder is not None and not hasattr(self.encoder, "predict"):
             raise ValueError(f"encoder must be a Keras model or None, got encoder={self.encoder!r}.")
         _check_positive("learning_rate", self.learning_rate)
-        if not (isinstance(self.label_weight, numbers.Real) and not isinstance(self.label_weight, bool)
-                and 0.0 <= self.label_weight < np.inf):
-            raise ValueError(f"label_weight must be a number >= 0, got label_weight={self.label_weight!r}.")
-        if not (isinstance(self.labeled_share, numbers.Real) and not isinstance(self.labeled_share, bool)
-                and 0.0 <= self.labeled_share <= 1.0):
-            raise ValueError(f"labeled_share must be in [0, 1], got labeled_share={self.labeled_share!r}.")
+        _check_real("label_weight", self.label_weight, lambda v: 0 <= v < np.inf, "a number >= 0")
+        _check_real("labeled_share", self.labeled_share, lambda v: 0 <= v <= 1, "in [0, 1]")
         _check_positive("min_lr", self.min_lr)
         if isinstance(emb, str) and emb == "siamese":
             _check_units("siamese_hidden_units", self.siamese_hidden_units)
