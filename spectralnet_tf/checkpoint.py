@@ -30,11 +30,15 @@ class Checkpointer:
         Where checkpoints of this training phase live.
     every : int, default=1
         Save after every ``every``-th epoch (and always after the last).
+    write : bool, default=True
+        False: ``save`` writes nothing (a non-chief worker of a multi-worker
+        strategy, which only restores the chief's checkpoints).
     """
 
-    def __init__(self, directory, every=1):
+    def __init__(self, directory, every=1, write=True):
         self.directory = directory
         self.every = every
+        self.write = write
 
     def latest(self):
         """Path of the newest complete checkpoint, or None."""
@@ -47,6 +51,8 @@ class Checkpointer:
 
     def save(self, epoch, objects, state):
         """Write checkpoint ``epoch`` atomically and make it the latest."""
+        if not self.write:
+            return None
         final = os.path.join(self.directory, f"ckpt-{epoch:06d}")
         previous = self.latest()
         with atomic_directory(self.directory) as tmp:

@@ -6,6 +6,10 @@ k-means, and writes ``results.json`` and PNG plots into a run directory:
     spectralnet --dset cc
     spectralnet --dset mnist --split
     spectralnet --resume runs/mnist-20261122-101500
+    spectralnet --dset moons --devices 2          # data-parallel on 2 logical devices
+
+With ``TF_CONFIG`` set, every worker of the cluster runs the same command
+(same ``--out``) under ``MultiWorkerMirroredStrategy``; only the chief writes.
 
 A user error (missing data, a bad flag value, a used ``--out``, a finished
 run given to ``--resume``) is one line on stderr and exit status 2, before any
@@ -26,7 +30,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 from sklearn.cluster import KMeans  # noqa: E402
 
-from . import rundir  # noqa: E402
+from . import distribute, rundir  # noqa: E402
 from .affinity import AFFINITIES, SCALES  # noqa: E402
 from .atomic import atomic_file  # noqa: E402
 from .autoencoder import load_encoder  # noqa: E402
@@ -173,6 +177,13 @@ def build_parser():
                      help="skip exact spectral clustering (and the Grassmann distance)")
     out.add_argument("--no-plots", action="store_true", help="write no PNG files")
     out.add_argument("--quiet", action="store_true", help="no progress bar")
+    dp = p.add_argument_group("data-parallel (tf.distribute)")
+    dp.add_argument("--devices", type=POSITIVE_INT, default=1,
+                    help="train on N devices of this host (MirroredStrategy): N GPUs if it "
+                         "has them, else its CPU split into N logical devices; batch sizes "
+                         "must divide by N. With TF_CONFIG set (a cluster of workers, "
+                         "MultiWorkerMirroredStrategy) every worker runs this same "
+                         "command with the same --out, and only the chief writes there")
     return p
 
 
@@ -220,7 +231,7 @@ def default_ae(args):
 class Job:
     """A run's inputs, checked before its directory is claimed."""
 
-    def __init__(self, args):
+    def __init__(self, args, strategy=None):
         self.args = args
         t = time.perf_counter()
         extra = {"data_dir": args.data_dir} if args.dset in CODE_SPACE else {}
@@ -248,7 +259,7 @@ class Job:
                         if args.dset == "reuters" and not args.ae_weights else "")
                 raise UsageError(f"--ae-weights {self.encoder_file}: {err}{hint}") from None
         self.net = SpectralNet(self.k, random_state=args.seed, verbose=0 if args.quiet else 1,
-                               **config)
+                               distribute=strategy, **config)
         try:  # the estimator's own checks of its parameters against n, before any work
             _, self.batch_size, _, _ = self.net._resolve_params(len(self.x))
         except ValueError as err:
@@ -294,13 +305,35 @@ def run_command(argv=None):
                 "runs", f"{args.dset}-{datetime.datetime.now():%Y%m%d-%H%M%S}")
             if args.out is None:
                 argv += ["--out", out]
+        strategy = make_strategy(args)  # before any TensorFlow op, as tf.distribute asks
+        chief = distribute.is_chief(strategy)
+        if not resume and chief:
             rundir.check_new(out)
-        job = Job(args)
+        job = Job(args, strategy)
+        if not chief:  # the chief claims and writes the run directory
+            return run(job, out, resume, write=False)
         with rundir.claim(out, argv, resume=resume):
             return run(job, out, resume)
     except (UsageError, rundir.RunDirectoryError) as err:
         print(f"{PROG}: error: {' '.join(str(err).split())}", file=sys.stderr)  # one line
         raise SystemExit(2) from None
+    except distribute.PEER_FAILURES as err:
+        print(f"{PROG}: error: {distribute.peer_failure(err)}; start every worker again with "
+              f"--resume {out}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def make_strategy(args):
+    """The run's tf.distribute strategy (``distribute.strategy_for``), or None."""
+    try:
+        if args.devices > 1 and distribute.cluster_from_env():
+            raise UsageError("--devices and TF_CONFIG exclude each other: a multi-worker run "
+                             "uses one device per worker; drop --devices.")
+        return distribute.strategy_for(args.devices)
+    except ValueError as err:  # TF_CONFIG
+        raise UsageError(str(err)) from None
+    except RuntimeError as err:  # devices already initialized (only in a longer-lived process)
+        raise UsageError(f"--devices {args.devices}: {err}") from None
 
 
 def exact_reference(net, affinity, z, y, results, seed, batch_size):
@@ -318,8 +351,9 @@ def exact_reference(net, affinity, z, y, results, seed, batch_size):
     return labels, eigvecs
 
 
-def run(job, out, resume=False):
-    """One run into the claimed directory ``out`` (see main)."""
+def run(job, out, resume=False, write=True):
+    """One run into the claimed directory ``out`` (see main). ``write=False``
+    (a non-chief worker): the same computation, nothing written."""
     args, x, y, k = job.args, job.x, job.y, job.k
     t0 = time.perf_counter() - job.data_seconds
     seconds = {"data": round(job.data_seconds, 3)}
@@ -377,7 +411,7 @@ def run(job, out, resume=False):
     results.update(kmeans_acc=acc(y, km_labels), kmeans_nmi=nmi(y, km_labels))
     phase("kmeans", t)
 
-    if not args.no_plots:
+    if write and not args.no_plots:
         t = time.perf_counter()
         from . import plots
 
@@ -395,7 +429,7 @@ def run(job, out, resume=False):
         plots.plot_training(os.path.join(out, "training.png"), net.history_)
         phase("plots", t)
 
-    if args.export:
+    if write and args.export:
         t = time.perf_counter()
         results["export"] = net.export(args.export, name=args.dset)
         phase("export", t)
@@ -408,10 +442,12 @@ def run(job, out, resume=False):
     results["iterations"] = net.history_["iteration"][-1]
     params = {key: list(v) if isinstance(v, tuple) else v for key, v in net.get_params().items()}
     params["encoder"] = job.encoder_file
+    params["distribute"] = distribute.describe(net.distribute)
     results["config"] = {**params, "seed": args.seed, "scale_": net.affinity_.scale_}
     results["history"] = {key: v for key, v in net.history_.items() if key != "seconds"}
-    with atomic_file(os.path.join(out, rundir.RESULTS)) as f:
-        json.dump(results, f, indent=2)
+    if write:
+        with atomic_file(os.path.join(out, rundir.RESULTS)) as f:
+            json.dump(results, f, indent=2)
     summary = (
         f"{args.dset}: n={len(x)} k={k} ACC={results['acc']:.4f} NMI={results['nmi']:.4f}"
     )

@@ -4,12 +4,14 @@ import numbers
 import os
 
 import numpy as np
+import tensorflow as tf
 from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
                           TransformerMixin)
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
+from . import distribute as dist
 from .affinity import AFFINITIES, SCALES
 from .checkpoint import Checkpointer
 from .centroids import centroid_distances, fit_centroids, nearest_centroid
@@ -245,7 +247,20 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         If set, the Siamese and SpectralNet trainings checkpoint after every
         epoch into ``checkpoint_dir/siamese`` and ``checkpoint_dir/spectral``
         (weights, optimizer state, learning-rate stage, RNG stream; written
-        atomically). ``fit(..., resume=True)`` continues from them.
+        atomically). ``fit(..., resume=True)`` continues from them. Under a
+        multi-worker strategy only the chief writes them; the other workers
+        read them on resume (the directory must be shared).
+    distribute : tf.distribute.Strategy or None, default=None
+        Data-parallel training: each step of Algorithm 1 (and of the Siamese
+        training) runs on the replicas of this strategy, every replica
+        holding an equal shard of the same global minibatch (``batch_size``
+        and ``ortho_batch_size`` must divide by the replica count), and
+        ``transform``/``predict`` embed the rows shard by shard. The global
+        minibatches, and so the result up to float32 rounding, are those of
+        one device. None: the strategy in scope (``with strategy.scope():
+        net.fit(X)``), TensorFlow's default single-device one outside any.
+        A multi-worker strategy must be created, with the same seed and data,
+        in every worker process. Not saved by ``save``.
     random_state : int, RandomState instance or None, default=None
         Seeds the split, the scale estimate, the weights, the minibatches and
         k-means (through ``sklearn.utils.check_random_state``; None draws
@@ -323,6 +338,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         siamese_max_epochs=100,
         neighbors="auto",
         checkpoint_dir=None,
+        distribute=None,
         random_state=None,
         verbose=0,
     ):
@@ -355,6 +371,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self.siamese_max_epochs = siamese_max_epochs
         self.neighbors = neighbors
         self.checkpoint_dir = checkpoint_dir
+        self.distribute = distribute
         self.random_state = random_state
         self.verbose = verbose
 
@@ -370,6 +387,11 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         _check_choice("laplacian", self.laplacian, LAPLACIANS)
         _check_choice("gradient", self.gradient, GRADIENTS)
         _check_choice("output_activation", self.output_activation, OUTPUT_ACTIVATIONS)
+        if not (self.distribute is None or isinstance(self.distribute, tf.distribute.Strategy)):
+            raise ValueError(
+                "distribute must be a tf.distribute.Strategy or None, got "
+                f"distribute={self.distribute!r}."
+            )
         _check_int("n_nbrs", self.n_nbrs, 1)
         _check_int("scale_nbr", self.scale_nbr, 1)
         _check_int("patience", self.patience, 1)
@@ -394,6 +416,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             if self.siamese_positives_per_point is not None:
                 _check_int("siamese_positives_per_point", self.siamese_positives_per_point, 1)
             _check_int("siamese_batch_size", self.siamese_batch_size, 1)
+            dist.check_divisible("siamese_batch_size", self.siamese_batch_size, self._strategy())
             _check_int("siamese_max_epochs", self.siamese_max_epochs, 1)
             _check_positive("siamese_learning_rate", self.siamese_learning_rate)
         # The validation hold-out is one minibatch at least: its affinity
@@ -426,9 +449,10 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         return n_val, batch_size, ortho, steps
 
     def _check_batch(self, name, value, n_train, n):
-        if value is None:
-            return min(DEFAULT_BATCH_SIZE, n_train)
+        if value is None:  # rounded down to equal shards under a strategy
+            return min(DEFAULT_BATCH_SIZE, n_train - n_train % dist.n_replicas(self._strategy()))
         _check_int(name, value, self.n_clusters)
+        dist.check_divisible(name, value, self._strategy())
         if value > n_train:
             raise ValueError(
                 f"{name}={value} is larger than the {n_train} training points "
@@ -508,7 +532,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         seeds = np.random.default_rng(_seed(self.random_state)).integers(0, 2**31 - 1, size=5)
         split_seed, scale_seed, net_seed, train_seed, siamese_seed = (int(s) for s in seeds)
         # Code space: encode once; everything below trains on the codes.
-        Z = X if self.encoder is None else check_array(map_batches(self.encoder, X), "encoder(X)")
+        Z = X if self.encoder is None else check_array(
+            dist.map_rows(self.encoder, X, self._strategy()), "encoder(X)")
 
         perm = np.random.default_rng(split_seed).permutation(n)
         z_val, z_train = Z[perm[:n_val]], Z[perm[n_val:]]
@@ -518,10 +543,11 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             embedding = self._fit_siamese(z_train, labels_train, siamese_seed,
                                           checkpointers.get("siamese"))
         self.affinity_ = self._make_affinity(embedding).fit(z_train, batch_size, seed=scale_seed)
-        spectral_model, body = build_spectralnet(
-            Z.shape[1], self.n_clusters, tuple(self.hidden_units), seed=net_seed,
-            output_activation=self.output_activation,
-        )
+        with self._strategy().scope():  # mirrored variables under a strategy
+            spectral_model, body = build_spectralnet(
+                Z.shape[1], self.n_clusters, tuple(self.hidden_units), seed=net_seed,
+                output_activation=self.output_activation,
+            )
         self.history_ = train_spectralnet(
             spectral_model, body, self.affinity_, z_train, z_val,
             laplacian=self.laplacian, batch_size=batch_size,
@@ -532,10 +558,11 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             labeled_share=self.labeled_share, label_weight=self.label_weight,
             checkpointer=checkpointers.get("spectral"),
             x_eval=Z if eigvecs is not None else None, eigvecs=eigvecs,
+            strategy=self._strategy(),
         )
         self.model_ = (spectral_model if self.encoder is None
                        else compose_embedder(self.encoder, spectral_model))
-        self.embedding_ = map_batches(spectral_model, Z)
+        self.embedding_ = dist.map_rows(spectral_model, Z, self._strategy())
         self.cluster_centers_ = fit_centroids(self.embedding_, self.n_clusters, train_seed)
         self.labels_ = self._assign(self.embedding_)
         return self
@@ -578,13 +605,21 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         tags.transformer_tags.preserves_dtype = ["float32"]  # TensorFlow computes in float32
         return tags
 
+    def _strategy(self):
+        return dist.get(self.distribute)
+
     def _checkpointers(self, resume):
-        """Checkpointer per training phase; refuse to reuse checkpoints unasked."""
+        """Checkpointer per training phase; refuse to reuse checkpoints unasked.
+        Only the chief of a multi-worker strategy writes; the others only
+        read, on resume."""
         if self.checkpoint_dir is None:
             if resume:
                 raise ValueError("resume=True needs checkpoint_dir, got checkpoint_dir=None.")
             return {}
-        found = {name: Checkpointer(os.path.join(self.checkpoint_dir, name))
+        chief = dist.is_chief(self._strategy())
+        if not (chief or resume):
+            return {}
+        found = {name: Checkpointer(os.path.join(self.checkpoint_dir, name), write=chief)
                  for name in ("siamese", "spectral")}
         existing = [c.directory for c in found.values() if c.latest() is not None]
         if existing and not resume:
@@ -600,12 +635,14 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         labels = labels_train if (labels_train >= 0).any() else None
         pairs = make_pairs(z_train, self.siamese_n_nbrs, self.neighbors, seed=seed, labels=labels,
                            positives_per_point=self.siamese_positives_per_point)
-        self.siamese_ = build_siamese(z_train.shape[1], tuple(self.siamese_hidden_units), seed=seed)
+        with self._strategy().scope():
+            self.siamese_ = build_siamese(z_train.shape[1], tuple(self.siamese_hidden_units),
+                                          seed=seed)
         self.siamese_history_ = train_siamese(
             self.siamese_, z_train, pairs, batch_size=self.siamese_batch_size,
             learning_rate=self.siamese_learning_rate, patience=self.patience,
             min_lr=self.min_lr, epochs=self.siamese_max_epochs, seed=seed,
-            verbose=self.verbose, checkpointer=checkpointer,
+            verbose=self.verbose, checkpointer=checkpointer, strategy=self._strategy(),
         )
         return self.siamese_
 
@@ -627,7 +664,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     def transform(self, X):
         """Embed X with F_theta: (n_samples, n_clusters)."""
         X = self._check_fitted_X(X)
-        return map_batches(self.model_, X)
+        return dist.map_rows(self.model_, X, self._strategy())
 
     def predict(self, X):
         """Cluster of each point: the nearest k-means centroid of its embedding."""

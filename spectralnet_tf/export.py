@@ -175,6 +175,7 @@ def save_estimator(estimator, path):
         )
     # The encoder is saved inside the embedder (model_ = encoder -> F_theta).
     params["encoder"] = ENCODER_IN_EMBEDDER if estimator.encoder is not None else None
+    params["distribute"] = None  # a runtime resource, not a parameter of the model
     for key in ("hidden_units", "siamese_hidden_units"):
         params[key] = list(params[key])
     affinity = estimator.affinity_

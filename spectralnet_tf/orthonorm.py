@@ -55,10 +55,13 @@ class Orthonorm(keras.layers.Layer):
 
     def build(self, input_shape):
         k = input_shape[-1]
+        # Under tf.distribute every replica computes the same kernel from the
+        # all-reduced Gram matrix; the first replica's copy is written to all.
         self.kernel = self.add_weight(
             shape=(k, k),
             initializer="identity",
             trainable=False,
+            aggregation="only_first_replica",
             name="kernel",
         )
 
@@ -74,9 +77,17 @@ class Orthonorm(keras.layers.Layer):
         ``y_tilde`` is the (m, k) input of this layer on the ortho minibatch.
         Returns the new kernel.
         """
+        y_tilde = tf.convert_to_tensor(y_tilde)
+        return self.orthogonalize_gram(gram(y_tilde), tf.shape(y_tilde)[0], y_tilde.dtype)
+
+    def orthogonalize_gram(self, gram, m, dtype="float32"):
+        """Set the kernel from the float64 Gram matrix ``Ỹ.T @ Ỹ`` of m rows
+        (``gram(y_tilde)``, or its sum over the replicas of a global
+        minibatch). Returns the new kernel."""
         if not self.built:
-            self.build(y_tilde.shape)
-        kernel = orthonormalizer(y_tilde, self.jitter, self.max_tries, self.rcond)
+            self.build(gram.shape)
+        kernel = kernel_from_gram(gram, m, self.jitter, self.max_tries, self.rcond)
+        kernel = tf.cast(kernel, dtype)
         self.kernel.assign(kernel)
         return kernel
 
@@ -88,20 +99,33 @@ class Orthonorm(keras.layers.Layer):
         return config
 
 
-def orthonormalizer(y_tilde, jitter=1e-6, max_tries=8, rcond=1e-10):
-    """Return ``sqrt(m) * inv(L).T`` with ``L @ L.T = Ỹ.T @ Ỹ + ridge * I``.
+def gram(y_tilde):
+    """``Ỹ.T @ Ỹ`` in float64 (k×k): the only statistic of the ortho
+    minibatch that the kernel needs, and a sum over rows, so replicas holding
+    shards of one minibatch add theirs up (``distribute.all_sum``)."""
+    y64 = tf.cast(y_tilde, tf.float64)
+    return tf.matmul(y64, y64, transpose_a=True)
 
-    The Gram matrix is formed in float64 (it is only k×k). If it is not
-    positive definite to ``rcond``, a ridge of ``jitter * mean eigenvalue``,
+
+def orthonormalizer(y_tilde, jitter=1e-6, max_tries=8, rcond=1e-10):
+    """Return ``sqrt(m) * inv(L).T`` with ``L @ L.T = Ỹ.T @ Ỹ + ridge * I``
+    (``kernel_from_gram`` of ``gram(y_tilde)``), in the dtype of ``y_tilde``."""
+    y_tilde = tf.convert_to_tensor(y_tilde)
+    kernel = kernel_from_gram(gram(y_tilde), tf.shape(y_tilde)[0], jitter, max_tries, rcond)
+    return tf.cast(kernel, y_tilde.dtype)
+
+
+def kernel_from_gram(gram, m, jitter=1e-6, max_tries=8, rcond=1e-10):
+    """Return ``sqrt(m) * inv(L).T`` (float64) with ``L @ L.T = gram + ridge * I``,
+    ``gram`` the float64 ``Ỹ.T @ Ỹ`` of m rows.
+
+    If ``gram`` is not positive definite to ``rcond``, a ridge of ``jitter * mean eigenvalue``,
     then 10×, 100×, ... is added, up to ``max_tries`` levels. Outputs that are
     not finite, or all zero, raise ``InvalidArgumentError`` with a message
     that says so instead of an opaque Cholesky failure.
     """
-    y_tilde = tf.convert_to_tensor(y_tilde)
-    y64 = tf.cast(y_tilde, tf.float64)
-    m = tf.cast(tf.shape(y64)[0], tf.float64)
-    k = tf.shape(y64)[1]
-    gram = tf.matmul(y64, y64, transpose_a=True)
+    m = tf.cast(m, tf.float64)
+    k = tf.shape(gram)[0]
     finite = tf.debugging.assert_all_finite(
         gram,
         "Orthonorm: the network outputs on the ortho minibatch are not finite "
@@ -132,8 +156,7 @@ def orthonormalizer(y_tilde, jitter=1e-6, max_tries=8, rcond=1e-10):
     ridge = levels[tf.argmax(tf.cast(ok, tf.int32))]
     chol = tf.linalg.cholesky(gram + ridge * tf.eye(k, dtype=tf.float64))
     inv_l = tf.linalg.triangular_solve(chol, tf.eye(k, dtype=tf.float64), lower=True)
-    kernel = tf.sqrt(m) * tf.transpose(inv_l)
-    return tf.cast(kernel, y_tilde.dtype)
+    return tf.sqrt(m) * tf.transpose(inv_l)
 
 
 def tangent_projection(y, grad):

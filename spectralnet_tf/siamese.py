@@ -11,6 +11,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from . import distribute
 from .losses import contrastive_loss
 from .neighbors import make_neighbors
 from .networks import dense_stack
@@ -108,8 +109,13 @@ def build_siamese(input_dim, hidden_units=(1024, 1024, 512, 10), seed=0):
 
 def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience=10,
                   min_lr=1e-8, epochs=100, validation_fraction=0.1, seed=0, verbose=1,
-                  checkpointer=None):
-    """Train ``net`` on ``pairs`` (from ``make_pairs``); returns the history dict."""
+                  checkpointer=None, strategy=None):
+    """Train ``net`` on ``pairs`` (from ``make_pairs``); returns the history dict.
+
+    With a ``tf.distribute`` ``strategy`` (``net`` built in its scope) each
+    minibatch of pairs is split over the replicas (``distribute``)."""
+    strategy = distribute.get(strategy)
+    distribute.check_divisible("batch_size", batch_size, strategy)
     first, second, positive = pairs
     rng = np.random.default_rng(seed)
     perm = rng.permutation(len(first))
@@ -121,8 +127,9 @@ def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience
     n_pairs = len(tr)
     steps = max(1, n_pairs // batch_size)
     generator = tf.random.Generator.from_seed(seed)
-    optimizer = keras.optimizers.RMSprop(learning_rate)
-    optimizer.build(net.trainable_variables)
+    with strategy.scope():
+        optimizer = keras.optimizers.RMSprop(learning_rate)
+        optimizer.build(net.trainable_variables)
     schedule = PlateauSchedule(optimizer, patience=patience, min_lr=min_lr)
 
     def pair_loss(i, j, pos):
@@ -131,18 +138,20 @@ def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience
         z1, z2 = tf.split(z, 2)
         return contrastive_loss(z1, z2, pos)
 
+    def step(idx):
+        i, j, pos = (tf.gather(a, distribute.local_part(idx)) for a in tr_pairs)
+        with tf.GradientTape() as tape:
+            loss = distribute.replica_share(pair_loss(i, j, pos))
+        grads = tape.gradient(loss, net.trainable_variables)
+        optimizer.apply_gradients(zip(grads, net.trainable_variables))  # summed over replicas
+        return distribute.all_sum(loss)
+
     @tf.function
     def run_epoch():
         order = tf.argsort(generator.uniform([n_pairs]))
         total = tf.constant(0.0)
         for s in tf.range(steps):
-            idx = order[s * batch_size:(s + 1) * batch_size]
-            i, j, pos = (tf.gather(a, idx) for a in tr_pairs)
-            with tf.GradientTape() as tape:
-                loss = pair_loss(i, j, pos)
-            grads = tape.gradient(loss, net.trainable_variables)
-            optimizer.apply_gradients(zip(grads, net.trainable_variables))
-            total += loss
+            total += distribute.run(strategy, step, order[s * batch_size:(s + 1) * batch_size])
         return total / tf.cast(steps, tf.float32)
 
     @tf.function

@@ -13,10 +13,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from . import distribute
 from .affinity import apply_labels
 from .losses import label_loss, spectral_loss
 from .metrics import grassmann
-from .orthonorm import tangent_projection
+from .orthonorm import gram, tangent_projection
 from .streaming import map_batches
 
 GRADIENTS = ("projected", "plain")
@@ -140,15 +141,25 @@ def gradient_step(model, optimizer, x_batch, w, laplacian="unnormalized", gradie
     """One gradient step of Algorithm 1 on a minibatch and its affinity ``w``;
     the Orthonorm kernel is non-trainable, so it is a constant here. With
     ``labels`` and ``label_weight`` > 0 the loss adds that multiple of the
-    labeled points' cross-entropy (``losses.label_loss``). Returns the loss."""
-    with tf.GradientTape(persistent=True) as tape:
-        y = tf.cast(model(x_batch, training=True), tf.float32)  # no-op unless mixed precision
+    labeled points' cross-entropy (``losses.label_loss``). Returns the loss.
+
+    Under a strategy, ``x_batch`` is this replica's shard of the global
+    minibatch while ``w`` and ``labels`` are global: the outputs are gathered
+    so the loss and its gradient with respect to Y are those of the global
+    batch, and each replica back-propagates its own rows' part of it.
+    """
+    with tf.GradientTape() as tape:
+        y_local = tf.cast(model(x_batch, training=True), tf.float32)  # no-op unless mixed precision
+    y = distribute.all_gather(y_local)
+    with tf.GradientTape() as loss_tape:
+        loss_tape.watch(y)
         loss = minibatch_loss(w, y, laplacian, labels, label_weight)
-    grad_y = tape.gradient(loss, y)
+    grad_y = loss_tape.gradient(loss, y)
     if gradient == "projected":
         grad_y = tangent_projection(y, grad_y)
-    grads = tape.gradient(y, model.trainable_variables, output_gradients=grad_y)
-    del tape
+    grads = tape.gradient(y_local, model.trainable_variables,
+                          output_gradients=distribute.local_part(grad_y))
+    # Summed over replicas by the optimizer (distribute.py).
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss
 
@@ -178,6 +189,7 @@ def train_spectralnet(
     x_eval=None,
     eigvecs=None,
     checkpointer=None,
+    strategy=None,
 ):
     """Algorithm 1: train F_theta (``model``) with alternating ortho and
     gradient steps, then set the Orthonorm kernel on the whole training set.
@@ -194,7 +206,15 @@ def train_spectralnet(
     ``label_weight`` weighs their cross-entropy in the loss.
     With ``eigvecs`` (the true eigenvectors on ``x_eval``), the history also
     holds the Grassmann distance after each epoch. Returns the history dict.
+
+    With a ``tf.distribute`` ``strategy`` (``model`` built in its scope), each
+    step is data-parallel over the replicas, on the same global minibatches
+    as without one (``distribute``). Without one, the strategy in scope is used
+    (TensorFlow's default strategy outside any: one device).
     """
+    strategy = distribute.get(strategy)
+    distribute.check_divisible("batch_size", batch_size, strategy)
+    distribute.check_divisible("ortho_batch_size", ortho_batch_size, strategy)
     orthonorm = model.layers[-1]
     x_train = np.asarray(x_train, dtype=np.float32)
     x_val = np.asarray(x_val, dtype=np.float32)
@@ -210,28 +230,36 @@ def train_spectralnet(
     labeled_rows = tf.constant(np.flatnonzero(y_train >= 0), tf.int32)
     m_labeled = min(int(labeled_rows.shape[0]), int(round(labeled_share * batch_size)))
     generator = tf.random.Generator.from_seed(seed)
-    optimizer = keras.optimizers.RMSprop(learning_rate)
-    optimizer.build(model.trainable_variables)
+    with strategy.scope():
+        optimizer = keras.optimizers.RMSprop(learning_rate)
+        optimizer.build(model.trainable_variables)
     schedule = PlateauSchedule(optimizer, patience=patience, min_lr=min_lr)
     val_batches = validation_batches(x_val, affinity.embed_all(x_val), y_val, batch_size, affinity)
+
+    def ortho_step(rows):
+        # Orthogonalization step: the kernel from the Gram matrix of the whole minibatch.
+        y_tilde = body(tf.gather(x_tr, distribute.local_part(rows)), training=False)
+        orthonorm.orthogonalize_gram(distribute.all_sum(gram(y_tilde)), ortho_batch_size)
+
+    def loss_step(rows):
+        # Gradient step: W over the whole minibatch, from the gathered coordinates.
+        local = distribute.local_part(rows)
+        w = affinity.kernel_matrix(distribute.all_gather(tf.gather(z_tr, local)))
+        labels = None
+        if semi_supervised:
+            labels = tf.gather(y_tr, rows)
+            w = apply_labels(w, labels)
+        return gradient_step(model, optimizer, tf.gather(x_tr, local), w, laplacian, gradient,
+                             labels, label_weight)
 
     @tf.function
     def run_epoch(steps):
         total = tf.constant(0.0)
         for _ in tf.range(steps):
-            # Orthogonalization step: a fresh minibatch sets the Orthonorm kernel.
-            x_ortho = tf.gather(x_tr, sample_rows(generator, n, ortho_batch_size))
-            orthonorm.orthogonalize(body(x_ortho, training=False))
-            # Gradient step: a fresh minibatch, its affinity, the loss.
+            # Fresh minibatches, drawn once for all replicas.
+            distribute.run(strategy, ortho_step, sample_rows(generator, n, ortho_batch_size))
             rows = sample_rows(generator, n, batch_size, labeled_rows, m_labeled)
-            x_batch = tf.gather(x_tr, rows)
-            w = affinity.kernel_matrix(tf.gather(z_tr, rows))
-            labels = None
-            if semi_supervised:
-                labels = tf.gather(y_tr, rows)
-                w = apply_labels(w, labels)
-            total += gradient_step(model, optimizer, x_batch, w, laplacian, gradient,
-                                   labels, label_weight)
+            total += distribute.run(strategy, loss_step, rows)
         return total / tf.cast(steps, tf.float32)
 
     @tf.function
@@ -253,5 +281,5 @@ def train_spectralnet(
                                   "generator": generator})
     # Final orthogonalization on all training points, so (1/n) Y^T Y = I holds
     # on the training set rather than on one minibatch.
-    orthonorm.orthogonalize(map_batches(body, x_train))
+    orthonorm.orthogonalize(distribute.map_rows(body, x_train, strategy))
     return history

@@ -1,0 +1,229 @@
+"""Data parallelism on ``tf.distribute``: every collective of SpectralNet, in one place.
+
+Training code calls these by name; with no strategy (TensorFlow's default
+strategy, one replica) each is a no-op, so single-device training runs the
+same ops as before.
+
+The unit is Algorithm 1's global minibatch of m rows. Its row indices are
+drawn in cross-replica context from one seeded generator, so every replica
+(and every worker of a ``MultiWorkerMirroredStrategy``, which runs the same
+program with the same seed) holds the same m indices; replica r reads only
+rows ``r*m/R .. (r+1)*m/R - 1`` of it (``local_part``). Per step:
+
+- ortho step: the k×k Gram matrix is summed over replicas (``all_sum``);
+- gradient step: the m×d' affinity coordinates and the m×k outputs Y are
+  gathered (``all_gather``), so W is over the whole global batch; the
+  parameter gradients are summed by the Keras optimizer, which all-reduces
+  (SUM) the gradients it is given in replica context.
+
+The Siamese net trains the same way: each replica's share of the mean
+contrastive loss of one global minibatch of pairs (``replica_share``).
+
+That is O(k² + m·(k + d') + parameters) numbers per step, never O(m²) or O(n).
+"""
+
+import contextlib
+import json
+import os
+import re
+
+import numpy as np
+import tensorflow as tf
+
+from .streaming import CHUNK_ROWS, map_batches
+
+
+def get(strategy=None):
+    """``strategy``, or the one in scope (the default strategy outside any)."""
+    return tf.distribute.get_strategy() if strategy is None else strategy
+
+
+def n_replicas(strategy=None):
+    return int(get(strategy).num_replicas_in_sync)
+
+
+def check_divisible(name, value, strategy=None):
+    """Refuse a global batch that does not split into equal replica shards."""
+    replicas = n_replicas(strategy)
+    if value % replicas:
+        raise ValueError(
+            f"{name} must be a multiple of the number of replicas ({replicas}) so that "
+            f"every replica holds an equal shard of the global minibatch, got {name}={value}."
+        )
+
+
+def run(strategy, fn, *args):
+    """``fn(*args)`` on every replica; returns the first replica's result
+    (the functions run here return values that are equal on all replicas)."""
+    strategy = get(strategy)
+    return strategy.experimental_local_results(strategy.run(fn, args=args))[0]
+
+
+def _replica():
+    """The replica context with more than one replica, else None."""
+    ctx = tf.distribute.get_replica_context()
+    return ctx if ctx is not None and ctx.num_replicas_in_sync > 1 else None
+
+
+def local_part(t):
+    """This replica's consecutive 1/R share of the rows of ``t`` (global batch)."""
+    ctx = _replica()
+    if ctx is None:
+        return t
+    size = tf.shape(t)[0] // ctx.num_replicas_in_sync
+    return t[ctx.replica_id_in_sync_group * size:][:size]
+
+
+#: While ``count_collectives`` is active: one entry per collective traced.
+_ledger = None
+
+
+@contextlib.contextmanager
+def count_collectives():
+    """Record each ``all_sum``/``all_gather`` traced inside (on every replica):
+    ``(tf.function name, collective, dtype, shape)``, the tensor one replica
+    hands to it. Yields the list. For benchmarks: the bytes a step moves."""
+    global _ledger
+    _ledger = []
+    try:
+        yield _ledger
+    finally:
+        _ledger = None
+
+
+def _record(collective, x):
+    if _ledger is not None:
+        graph = tf.compat.v1.get_default_graph()  # the tf.function traced, outermost
+        while hasattr(getattr(graph, "outer_graph", None), "outer_graph"):
+            graph = graph.outer_graph
+        _ledger.append((getattr(graph, "name", ""), collective, x.dtype.name, tuple(x.shape)))
+
+
+def all_sum(x):
+    """Sum of ``x`` over the replicas (all-reduce)."""
+    ctx = _replica()
+    if ctx is None:
+        return x
+    _record("all_sum", x)
+    return ctx.all_reduce(tf.distribute.ReduceOp.SUM, x)
+
+
+def replica_share(mean):
+    """This replica's share of a global-batch mean: its shard's ``mean`` over
+    the replica count, so that the (summed) gradients are those of the mean
+    over the whole minibatch (equal shards)."""
+    ctx = _replica()
+    return mean if ctx is None else mean / ctx.num_replicas_in_sync
+
+
+def all_gather(x):
+    """The replicas' ``x`` stacked along rows in replica order (all-gather):
+    the inverse of ``local_part``."""
+    ctx = _replica()
+    if ctx is None:
+        return x
+    _record("all_gather", x)
+    return ctx.all_gather(x, axis=0)
+
+
+def is_chief(strategy=None):
+    """True unless this process is a non-chief worker of a multi-worker
+    strategy: only the chief writes results, checkpoints and exports."""
+    resolver = getattr(get(strategy).extended, "_cluster_resolver", None)
+    if resolver is None or resolver.task_type is None:
+        return True
+    if resolver.task_type == "chief":
+        return True
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief
+
+
+def split_logical_cpus(n):
+    """Split this host's CPU into ``n`` logical devices and return their
+    names. TensorFlow allows it only before it initializes its devices (the
+    first TensorFlow op of the process), or if they are already split so."""
+    cpus = tf.config.list_physical_devices("CPU")
+    try:
+        tf.config.set_logical_device_configuration(
+            cpus[0], [tf.config.LogicalDeviceConfiguration() for _ in range(n)])
+    except RuntimeError:
+        if len(tf.config.list_logical_devices("CPU")) != n:
+            raise RuntimeError(
+                f"cannot split the CPU into {n} logical devices: TensorFlow already "
+                "initialized its devices in this process; split them before any "
+                "TensorFlow op (e.g. start a new process)") from None
+    return [d.name for d in tf.config.list_logical_devices("CPU")]
+
+
+#: What a collective raises when a peer worker died or stopped answering.
+PEER_FAILURES = (tf.errors.UnavailableError, tf.errors.CancelledError,
+                 tf.errors.DeadlineExceededError, tf.errors.AbortedError)
+
+
+def peer_failure(err):
+    """One line on a collective's ``PEER_FAILURES`` error: which worker, if
+    TensorFlow's message names it."""
+    peer = re.search(r"remote target (/job:\S+)", err.message or "")
+    who = f"worker {peer.group(1).rstrip(':')}" if peer else "a worker of the cluster"
+    return f"{who} failed or stopped answering ({type(err).__name__} in a collective op)"
+
+
+def cluster_from_env():
+    """The cluster named by ``TF_CONFIG``, or None."""
+    text = os.environ.get("TF_CONFIG")
+    if not text:
+        return None
+    try:
+        cluster = json.loads(text).get("cluster")
+    except (ValueError, AttributeError):
+        raise ValueError(f"TF_CONFIG is not a JSON object, got TF_CONFIG={text!r}.") from None
+    return cluster or None
+
+
+def describe(strategy):
+    """A JSON-able description of ``strategy`` for results files."""
+    if strategy is None:
+        return None
+    name = ("MultiWorkerMirroredStrategy"
+            if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+            else type(strategy).__name__)
+    return {"strategy": name, "replicas": n_replicas(strategy)}
+
+
+def strategy_for(devices=None):
+    """The strategy the CLI runs under: ``MultiWorkerMirroredStrategy`` when
+    ``TF_CONFIG`` names a cluster, ``MirroredStrategy`` over ``devices``
+    logical devices (GPUs if there are that many, else logical CPUs) when
+    ``devices`` > 1, else None (single device)."""
+    if cluster_from_env():
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if not devices or devices == 1:
+        return None
+    gpus = tf.config.list_physical_devices("GPU")
+    if len(gpus) >= devices:
+        names = [f"/gpu:{i}" for i in range(devices)]
+    else:
+        names = split_logical_cpus(devices)
+    return tf.distribute.MirroredStrategy(names)
+
+
+def map_rows(fn, x, strategy=None, batch_size=CHUNK_ROWS):
+    """``fn`` on every row of ``x`` (a row source), as float32 numpy: with one
+    replica ``streaming.map_batches``; with more, each replica maps its own
+    shard of every chunk and the outputs are gathered in row order (a chunk
+    is padded to a multiple of the replica count, the padding dropped)."""
+    strategy = get(strategy)
+    replicas = n_replicas(strategy)
+    if replicas == 1:
+        return map_batches(fn, x, batch_size)
+
+    @tf.function
+    def chunk(rows):
+        return run(strategy, lambda r: all_gather(fn(local_part(r))), rows)
+
+    out = []
+    for start in range(0, len(x), batch_size):
+        block = np.asarray(x[start:start + batch_size], np.float32)
+        padded = np.concatenate([block, np.repeat(block[-1:], -len(block) % replicas, axis=0)])
+        out.append(np.asarray(chunk(tf.constant(padded)))[:len(block)])
+    return np.concatenate(out).astype(np.float32)

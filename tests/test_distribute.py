@@ -1,0 +1,248 @@
+"""Data-parallel training on tf.distribute (issue 15).
+
+A strategy over several logical devices must be set up before TensorFlow
+initializes its devices, so the distributed runs are subprocesses
+(``tests/distributed_fit.py``, ``scripts/run.py``); the collectives' no-op
+behaviour without a strategy and the errors are checked in-process.
+
+Tolerances of the equality tests: the distributed run draws the same global
+minibatches and computes the same quantities; only float32 sums are formed in
+per-replica parts (the Gram matrix, the parameter gradients) and the network
+runs on shards, so the two runs differ by rounding, which training amplifies.
+Measured here after the 20 iterations compared: weights (|w| <= 0.31) differ
+by <= 1.4e-7, the Orthonorm kernel (|K| <= 7.8) by <= 4.4e-6, the loss by
+<= 7e-6 relative; the tolerances below are 10-70x that. An ortho step on
+each replica's own half of the minibatch instead of the all-reduced Gram
+matrix moves the weights by 7.8e-3 (tried by hand). Over more iterations
+the difference grows as between two single-device runs with oneDNN on and off
+(BENCHMARKS.md), so longer runs are not compared elementwise.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from spectralnet_tf import SpectralNet, distribute
+from spectralnet_tf.orthonorm import Orthonorm, gram
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIT = os.path.join(ROOT, "tests", "distributed_fit.py")
+RUN = os.path.join(ROOT, "scripts", "run.py")
+SMALL_RUN = ["--dset", "moons", "--seed", "2", "--hidden", "64,64", "--steps-per-epoch", "20",
+             "--no-exact", "--no-plots", "--quiet"]
+WEIGHT_ATOL, KERNEL_RTOL, LOSS_RTOL = 1e-5, 1e-5, 1e-4
+
+
+# ------------------------------------------------------------ in-process
+def test_collectives_are_no_ops_without_a_strategy():
+    x = tf.reshape(tf.range(12.0), (6, 2))
+
+    def step(t):
+        return (distribute.all_sum(t), distribute.all_gather(t), distribute.local_part(t),
+                distribute.replica_share(t))
+
+    for out in distribute.run(None, step, x):
+        np.testing.assert_array_equal(out.numpy(), x.numpy())
+    assert distribute.n_replicas() == 1 and distribute.is_chief()
+    assert distribute.describe(None) is None
+
+
+def test_gram_of_shards_sums_to_the_gram_of_the_batch_and_sets_the_same_kernel():
+    y = np.random.default_rng(0).normal(size=(256, 3)).astype("float32")
+    whole, halves = Orthonorm(), Orthonorm()
+    whole.orthogonalize(y)
+    halves.orthogonalize_gram(gram(y[:128]) + gram(y[128:]), 256)
+    np.testing.assert_allclose(halves.kernel.numpy(), whole.kernel.numpy(), rtol=1e-6)
+    out = whole(y).numpy().astype(np.float64)
+    np.testing.assert_allclose(out.T @ out / 256, np.eye(3), atol=1e-5)
+
+
+def test_indivisible_batch_is_refused_with_the_replica_count():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])  # one replica: everything divides
+    distribute.check_divisible("batch_size", 255, strategy)
+
+    class Two:
+        num_replicas_in_sync = 2
+
+    with pytest.raises(ValueError) as err:
+        distribute.check_divisible("batch_size", 255, Two())
+    assert str(err.value) == (
+        "batch_size must be a multiple of the number of replicas (2) so that every replica "
+        "holds an equal shard of the global minibatch, got batch_size=255.")
+
+
+def test_distribute_must_be_a_strategy():
+    X = np.random.default_rng(0).normal(size=(200, 2))
+    with pytest.raises(ValueError, match="distribute must be a tf.distribute.Strategy or None, "
+                                         "got distribute='mirrored'"):
+        SpectralNet(2, distribute="mirrored").fit(X)
+
+
+def test_bad_tf_config_is_named(monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", "[1, 2")
+    with pytest.raises(ValueError, match=r"TF_CONFIG is not a JSON object, got TF_CONFIG='\[1, 2'"):
+        distribute.cluster_from_env()
+    monkeypatch.setenv("TF_CONFIG", "")
+    assert distribute.cluster_from_env() is None
+
+
+def test_peer_failure_names_the_worker():
+    err = tf.errors.UnavailableError(
+        None, None, "Additional GRPC error information from remote target "
+        "/job:worker/replica:0/task:1 while calling /tensorflow.WorkerService/RecvBuf: x")
+    assert distribute.peer_failure(err) == (
+        "worker /job:worker/replica:0/task:1 failed or stopped answering "
+        "(UnavailableError in a collective op)")
+
+
+# ------------------------------------------------------------ subprocesses
+def _ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _tf_config(ports, index):
+    return json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
+                       "task": {"type": "worker", "index": index}})
+
+
+def _env(**extra):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT)
+    env.pop("TF_CONFIG", None)
+    env.update(extra)
+    return env
+
+
+def _workers(argv, n=2, cwds=None):
+    """Start ``n`` processes of ``argv`` as the workers of one cluster on 127.0.0.1."""
+    ports = _ports(n)
+    return [subprocess.Popen(argv, env=_env(TF_CONFIG=_tf_config(ports, i)),
+                             cwd=cwds[i] if cwds else None, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+            for i in range(n)]
+
+
+def _finish(procs, timeout=300):
+    outs = [p.communicate(timeout=timeout) for p in procs]
+    for p, (_, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-3000:]
+    return outs
+
+
+def _fit(path, *flags):
+    subprocess.run([sys.executable, FIT, str(path), *flags], env=_env(), check=True,
+                   capture_output=True, timeout=300)
+    return np.load(path)
+
+
+def _assert_same_training(one, many, keys=None):
+    for key in keys or [k for k in one.files if k.startswith("weight")][:-1]:
+        np.testing.assert_allclose(many[key], one[key], atol=WEIGHT_ATOL, err_msg=key)
+    kernel = sorted(k for k in one.files if k.startswith("weight"))[-1]
+    np.testing.assert_allclose(many[kernel], one[kernel], rtol=KERNEL_RTOL)
+    for key in ("loss", "val_loss"):
+        np.testing.assert_allclose(many[key], one[key], rtol=LOSS_RTOL, err_msg=key)
+    for key in ("labels", "predicted"):
+        np.testing.assert_array_equal(many[key], one[key], err_msg=key)
+    np.testing.assert_allclose(many["transformed"], one["transformed"], atol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def single_device(tmp_path_factory):
+    return _fit(tmp_path_factory.mktemp("one") / "one.npz")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("devices", [2, 4])
+def test_mirrored_logical_cpus_equal_single_device_training(devices, single_device, tmp_path):
+    _assert_same_training(single_device, _fit(tmp_path / "many.npz", "--devices", str(devices)))
+
+
+@pytest.mark.slow
+def test_multiworker_two_processes_equal_single_device_and_only_the_chief_writes(
+        single_device, tmp_path):
+    cwds = [tmp_path / "worker0", tmp_path / "worker1"]
+    for cwd in cwds:
+        cwd.mkdir()
+    # The same relative output path in different folders: what worker 1 wrote would show.
+    _finish(_workers([sys.executable, FIT, "out.npz"], cwds=cwds))
+    assert os.listdir(cwds[1]) == []
+    _assert_same_training(single_device, np.load(cwds[0] / "out.npz"))
+
+
+@pytest.mark.slow
+def test_siamese_training_is_data_parallel_and_equal(tmp_path):
+    one = _fit(tmp_path / "one.npz", "--siamese")
+    two = _fit(tmp_path / "two.npz", "--siamese", "--devices", "2")
+    for key in [k for k in one.files if k.startswith("siamese")]:
+        np.testing.assert_allclose(two[key], one[key], atol=WEIGHT_ATOL, rtol=LOSS_RTOL,
+                                   err_msg=key)
+
+
+def _cli(argv, timeout=300):
+    return subprocess.run([sys.executable, RUN, *argv], env=_env(), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_cli_devices_two_runs_and_records_the_strategy(tmp_path):
+    out = tmp_path / "run"
+    proc = _cli([*SMALL_RUN, "--epochs", "2", "--devices", "2", "--out", str(out)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["config"]["distribute"] == {"strategy": "MirroredStrategy", "replicas": 2}
+    assert results["iterations"] == 40 and results["acc"] > 0.5
+
+
+@pytest.mark.slow
+def test_cli_refuses_a_batch_that_does_not_split_over_the_devices(tmp_path):
+    out = tmp_path / "run"
+    proc = _cli([*SMALL_RUN, "--devices", "2", "--batch-size", "255", "--out", str(out)])
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "spectralnet: error: batch_size must be a multiple of the number of replicas (2) so "
+        "that every replica holds an equal shard of the global minibatch, got batch_size=255.")
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_cli_worker_killed_fails_the_run_in_one_line_and_resume_finishes(tmp_path):
+    out = tmp_path / "run"
+    argv = [sys.executable, RUN, *SMALL_RUN, "--epochs", "8", "--out", str(out)]
+    chief, other = _workers(argv)
+    pointer = out / "checkpoints" / "spectral" / "latest"
+    deadline = time.monotonic() + 240
+    while not pointer.exists() and time.monotonic() < deadline and chief.poll() is None:
+        time.sleep(0.2)
+    assert pointer.exists(), chief.communicate()[1][-3000:]
+    other.send_signal(signal.SIGKILL)
+    _, err = chief.communicate(timeout=120)
+    other.communicate()
+    assert chief.returncode == 1
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("spectralnet: error: worker /job:worker/replica:0/task:1 failed or "
+                           "stopped answering ("), last
+    assert last.endswith(f"; start every worker again with --resume {out}")
+    assert not (out / "results.json").exists()
+    done_epochs = int(pointer.read_text().split("-")[-1])
+
+    outs = _finish(_workers([sys.executable, RUN, "--resume", str(out)]))
+    results = json.loads((out / "results.json").read_text())
+    assert results["epochs"] == 8 and done_epochs < 8
+    assert results["config"]["distribute"] == {"strategy": "MultiWorkerMirroredStrategy",
+                                               "replicas": 2}
+    summaries = [o.strip().splitlines()[-1] for o, _ in outs]
+    assert summaries[0] == summaries[1]  # both workers trained the same model
