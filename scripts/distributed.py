@@ -87,13 +87,13 @@ def measure(args):
             model, body, affinity, x, x[:args.batch], batch_size=args.batch,
             ortho_batch_size=args.batch, epochs=args.epochs, steps_per_epoch=args.steps,
             patience=10**6, seed=0, verbose=0, strategy=strategy)
-    local_replicas = len(strategy.extended.worker_devices)
+    replicas = distribute.n_replicas(strategy)
+    local_replicas = len(strategy.extended.worker_devices) if replicas > 1 else 1
     per_kind = {}
     for function, collective, dtype, shape in ledger:
         if function == "run_epoch":
             key = f"{collective} {dtype} {'x'.join(map(str, shape))}"
             per_kind[key] = per_kind.get(key, 0) + 1 / local_replicas
-    replicas = distribute.n_replicas(strategy)
     collective_bytes = sum(
         count * np.prod([int(v) for v in key.split()[2].split("x")])
         * np.dtype(key.split()[1]).itemsize for key, count in per_kind.items())
