@@ -4,7 +4,8 @@
     python scripts/distributed.py overhead                 # 1, 2, 4 logical devices and 2 workers
     python scripts/distributed.py drift                    # 1 vs 2 replicas vs oneDNN on/off
     python scripts/distributed.py table RECORD.json        # the Markdown table of a record
-    python scripts/distributed.py scaling RECORD.json      # expected scaling on N GPUs, on paper
+    python scripts/distributed.py split                    # one device: per-replica vs repeated work
+    python scripts/distributed.py scaling OVERHEAD.json SPLIT.json   # expected scaling, on paper
 
 ``overhead`` times Algorithm 1's iterations for the MNIST net (10-1024-1024-512-10,
 10-d affinity coordinates as the Siamese outputs, kNN affinity) at one global
@@ -161,6 +162,64 @@ def overhead(args):
                                              "rows": rows})
 
 
+# ------------------------------------------------------------------ split
+def split(args):
+    """On one device: per iteration, the work a replica does on its own rows
+    (the network: ortho forward, gradient forward and backward) against the
+    work every replica repeats on the whole global batch (W, the loss, dL/dY
+    and its projection), at several global batches."""
+    import time
+
+    import numpy as np
+    import tensorflow as tf
+
+    sys.path.insert(0, HERE)
+    from bench import matmul_rate
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.networks import build_spectralnet
+    from spectralnet_tf.orthonorm import tangent_projection
+    from spectralnet_tf.train import minibatch_loss
+
+    rate = matmul_rate()
+    model, body = build_spectralnet(DIMS[0], DIMS[-1], DIMS[1:-1], seed=0,
+                                    output_activation="linear")
+    rows = []
+    for m in args.batches:
+        x = tf.random.stateless_normal((m, DIMS[0]), seed=(0, m))
+        affinity = GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local").fit(
+            x.numpy(), m, seed=0)
+
+        @tf.function
+        def network(x):
+            y_tilde = body(x)  # ortho forward
+            with tf.GradientTape() as tape:
+                y = model(x, training=True)
+            return y_tilde, tape.gradient(y, model.trainable_variables,
+                                          output_gradients=tf.ones_like(y))
+
+        @tf.function
+        def replicated(x, y):
+            w = affinity.kernel_matrix(x)
+            with tf.GradientTape() as tape:
+                tape.watch(y)
+                loss = minibatch_loss(w, y)
+            return tangent_projection(y, tape.gradient(loss, y))
+
+        y = model(x)
+        seconds = {}
+        for name, fn, fargs in (("network", network, (x,)), ("replicated", replicated, (x, y))):
+            tf.nest.map_structure(lambda t: t.numpy(), fn(*fargs))  # trace
+            start = time.perf_counter()
+            for _ in range(args.repeats):
+                tf.nest.map_structure(lambda t: t.numpy(), fn(*fargs))
+            seconds[name] = (time.perf_counter() - start) / args.repeats
+        rows.append({"batch": m, "network_ms": round(1000 * seconds["network"], 2),
+                     "replicated_ms": round(1000 * seconds["replicated"], 2)})
+        print(rows[-1], flush=True)
+    save_record("split", {"kind": "split", "dims": DIMS, "matmul_gflops": round(rate, 1),
+                          "rows": rows})
+
+
 # ------------------------------------------------------------------ drift
 def drift(args):
     """Loss histories of 1 and 2 replicas under oneDNN on and off (moons)."""
@@ -235,38 +294,39 @@ def table(args):
 
 
 def scaling(args):
-    """Expected per-iteration time on N GPUs from the counted bytes and FLOPs."""
-    with open(args.record) as f:
-        record = json.load(f)
-    two = next(r for r in record["rows"] if r["replicas"] == 2 and r["workers"] == 1)
-    m0, k, d = two["batch"], DIMS[-1], DIMS[0]
-    # Check the count against the formula below at the measured batch and N = 2.
-    expected = 2 * 8 * k * k + 4 * (m0 // 2) * (k + d) + 4 * two["parameters"]
+    """Expected per-iteration time on N GPUs: the counted bytes, and the
+    measured split of one iteration's work into per-replica and repeated parts."""
+    with open(args.overhead) as f:
+        overhead_record = json.load(f)
+    with open(args.split) as f:
+        split_record = json.load(f)
+    two = next(r for r in overhead_record["rows"] if r["replicas"] == 2 and r["workers"] == 1)
+    m0, k, d, params = two["batch"], DIMS[-1], DIMS[0], two["parameters"]
+    # The counted bytes against the formula, at the measured batch and 2 replicas.
+    expected = 8 * k * k + 4 * (m0 // 2) * (k + d) + 4 * params
     counted = two["collective_bytes"] + two["gradient_bytes"]
-    macs = sum(a * b for a, b in zip(DIMS[:-1], DIMS[1:]))
     print(f"Counted at m={m0}, 2 replicas: {counted:,} bytes per replica per iteration; "
-          f"formula 2·8k² + 4(m/N)(k+d') + 4P = {expected:,}.\n")
-    print(f"Assumed per GPU: {args.tflops} TFLOP/s sustained float32, {args.gbs} GB/s per "
-          f"direction between GPUs, {args.latency_us} µs per collective call.\n")
+          f"formula 8k² + 4(m/N)(k+d') + 4P = {expected:,}.\n")
+    print(f"Time per iteration on N devices, T(N) = network/N + repeated + bytes(N)/bandwidth "
+          f"+ {args.calls} collective calls × latency, with network and repeated the two parts "
+          f"measured on one device (`split`, this CPU's proportions), a ring all-reduce moving "
+          f"2(N-1)/N of its data and an all-gather (N-1)/N, {args.gbs} GB/s and "
+          f"{args.latency_us} µs per call (assumed, not measured).\n")
     ns = [1, 2, 4, 8]
-    print("| global batch m | " + " | ".join(f"N={n}: ms (speed-up)" for n in ns) + " |")
-    print("|" + " --- |" * (len(ns) + 1))
-    calls = sum(two["collectives_per_iteration"].values()) + 1  # + the gradient all-reduce
-    for m in (1024, 2048, 4096, 8192, 16384):
+    print("| global batch m | repeated share on 1 device | "
+          + " | ".join(f"speed-up N={n}" for n in ns[1:]) + " | bound (N → ∞) |")
+    print("|" + " --- |" * (len(ns) + 2))
+    for row in split_record["rows"]:
+        m, net, rep = row["batch"], row["network_ms"] / 1000, row["replicated_ms"] / 1000
         times = []
         for n in ns:
-            net = 8 * (m / n) * macs           # ortho forward + gradient forward/backward
-            graph = 2 * m * m * (d + 2 * k)     # W and the loss, on every replica
-            compute = (net + graph) / (args.tflops * 1e12)
-            if n == 1:
-                comm = 0.0
-            else:  # ring all-reduce 2(N-1)/N of its data; all-gather (N-1)/N
-                ring = (n - 1) / n
-                data = 2 * ring * (2 * 8 * k * k + 4 * two["parameters"]) + ring * 4 * m * (k + d)
-                comm = data / (args.gbs * 1e9) + calls * args.latency_us * 1e-6
-            times.append(compute + comm)
-        print(f"| {m:,} | " + " | ".join(
-            f"{1000 * t:.2f} ({times[0] / t:.2f}×)" for t in times) + " |")
+            ring = (n - 1) / n
+            data = 2 * ring * (8 * k * k + 4 * params) + ring * 4 * m * (k + d)
+            comm = 0.0 if n == 1 else data / (args.gbs * 1e9) + args.calls * args.latency_us * 1e-6
+            times.append(net / n + rep + comm)
+        print(f"| {m:,} | {rep / (net + rep):.0%} | "
+              + " | ".join(f"{times[0] / t:.2f}×" for t in times[1:])
+              + f" | {(net + rep) / rep:.1f}× |")
 
 
 def main(argv=None):
@@ -287,14 +347,18 @@ def main(argv=None):
     sub.choices["_drift"].add_argument("--devices", type=int, default=1)
     t = sub.add_parser("table")
     t.add_argument("record")
+    sp = sub.add_parser("split", help="one device: per-replica against repeated work")
+    sp.add_argument("--batches", type=int, nargs="+", default=[1024, 2048, 4096, 8192, 16384])
+    sp.add_argument("--repeats", type=int, default=5)
     s = sub.add_parser("scaling")
-    s.add_argument("record")
-    s.add_argument("--tflops", type=float, default=40.0)
-    s.add_argument("--gbs", type=float, default=300.0)
-    s.add_argument("--latency-us", type=float, default=20.0)
+    s.add_argument("overhead", help="an overhead record (the counted bytes)")
+    s.add_argument("split", help="a split record (the measured parts)")
+    s.add_argument("--gbs", type=float, default=100.0, help="bandwidth between devices")
+    s.add_argument("--latency-us", type=float, default=20.0, help="latency per collective call")
+    s.add_argument("--calls", type=int, default=4, help="collective calls per iteration")
     args = p.parse_args(argv)
     {"overhead": overhead, "_measure": measure, "drift": drift, "_drift": drift_one,
-     "table": table, "scaling": scaling}[args.cmd](args)
+     "split": split, "table": table, "scaling": scaling}[args.cmd](args)
 
 
 if __name__ == "__main__":

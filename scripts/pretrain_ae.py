@@ -10,6 +10,10 @@ HDF5 layout, plus a provenance JSON beside them.
 Every epoch is checkpointed into --checkpoint-dir; after a kill,
 ``--resume`` continues from the last one (same weights, optimizer state and
 shuffling). The checkpoints are removed once the weights are written.
+
+``--devices N`` trains data-parallel on N devices of this host (tf.distribute
+MirroredStrategy: N GPUs, or the CPU split into N logical devices); with
+``TF_CONFIG`` set every worker runs the same command and only the chief writes.
 """
 
 import argparse
@@ -26,6 +30,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+from spectralnet_tf import distribute  # noqa: E402
 from spectralnet_tf.atomic import atomic_file  # noqa: E402
 from spectralnet_tf.autoencoder import (build_autoencoder, save_ae_weights,  # noqa: E402
                                         train_autoencoder)
@@ -82,10 +87,13 @@ def parse_args(argv=None):
     p.add_argument("--resume", action="store_true", help="continue from --checkpoint-dir")
     p.add_argument("--limit", type=int, help="use only the first N points (for tests)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--devices", type=int, default=1,
+                   help="train on N devices (tf.distribute.MirroredStrategy); with TF_CONFIG "
+                        "set, every worker runs this command and only the chief writes")
     args = p.parse_args(argv)
     if args.dset == "reuters" and args.split != "all":
         p.error(f"--split {args.split} is for MNIST; Reuters trains on a random --subset.")
-    for name in ("subset", "epochs", "batch_size", "limit"):
+    for name in ("subset", "epochs", "batch_size", "limit", "devices"):
         value = getattr(args, name)
         if value is not None and value < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {value}.")
@@ -124,11 +132,16 @@ def load_data(args):
 
 def main(argv=None):
     args = parse_args(argv)
+    try:
+        strategy = distribute.get(distribute.strategy_for(args.devices))  # before any TF op
+    except (ValueError, RuntimeError) as err:
+        raise SystemExit(f"pretrain_ae.py: --devices {args.devices}: {err}") from None
+    chief = distribute.is_chief(strategy)
     out = args.out or os.path.join(OUT_DIR, DEFAULT_OUT[(args.dset, args.split)])
     ckpt_dir = args.checkpoint_dir or os.path.join(
         ROOT, "runs", "pretrain_ae", os.path.splitext(os.path.basename(out))[0])
-    checkpointer = Checkpointer(ckpt_dir)
-    if checkpointer.latest() is not None and not args.resume:
+    checkpointer = Checkpointer(ckpt_dir, write=chief)
+    if checkpointer.latest() is not None and not args.resume and chief:
         raise SystemExit(
             f"pretrain_ae.py: {ckpt_dir} holds checkpoints of an earlier run; pass --resume "
             "to continue it, or remove the folder to start over."
@@ -137,13 +150,17 @@ def main(argv=None):
         raise SystemExit(f"pretrain_ae.py: --resume, but {ckpt_dir} holds no checkpoint.")
     keras.utils.set_random_seed(args.seed)
     x, y, split, data_file = load_data(args)
-    autoencoder, encoder = build_autoencoder(
-        x.shape[1], output_activation=OUTPUT_ACTIVATION[args.dset], seed=args.seed)
+    with strategy.scope():
+        autoencoder, encoder = build_autoencoder(
+            x.shape[1], output_activation=OUTPUT_ACTIVATION[args.dset], seed=args.seed)
     history = train_autoencoder(
         autoencoder, x, epochs=args.epochs, batch_size=args.batch_size,
         learning_rate=args.lr, input_dropout=args.input_dropout, max_shift=args.max_shift,
         image_shape=MNIST_IMAGE_SHAPE if args.dset == "mnist" else None, seed=args.seed,
-        verbose=0 if args.quiet else 1, checkpointer=checkpointer)
+        verbose=0 if args.quiet else 1, checkpointer=checkpointer if chief or args.resume else None,
+        strategy=strategy)
+    if not chief:  # the chief writes the weights and their provenance
+        return None
     save_ae_weights(autoencoder, out)
 
     codes = encoder.predict(x, batch_size=4096, verbose=0)

@@ -16,6 +16,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from . import distribute
 from .train import PlateauSchedule, run_epochs
 
 ENCODER_NAMES = ("encoder1", "encoder2", "encoder3", "encoder4")
@@ -177,7 +178,8 @@ def translate_images(batch, max_shift, generator, image_shape):
 
 def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rate=1e-3,
                       input_dropout=0.0, max_shift=0.0, image_shape=None,
-                      validation_fraction=0.01, seed=0, verbose=1, checkpointer=None):
+                      validation_fraction=0.01, seed=0, verbose=1, checkpointer=None,
+                      strategy=None):
     """Reconstruction training: MSE, Adam at a constant learning rate, a fresh
     shuffle each epoch.
 
@@ -190,8 +192,11 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
     a ``checkpointer`` every epoch is saved and an interrupted run resumes with
     the same weights, optimizer state, shuffling and augmentation stream. The
     validation loss (on a random ``validation_fraction`` of x, also trained on;
-    neither shifted nor corrupted) is reported only.
+    neither shifted nor corrupted) is reported only. With a ``tf.distribute``
+    ``strategy`` (``autoencoder`` built in its scope) each batch, drawn and
+    augmented once, is split over the replicas (``distribute``).
     Returns the history dict."""
+    strategy = distribute.get(strategy)
     if not 0.0 <= input_dropout < 1.0:
         raise ValueError(f"input_dropout must be in [0, 1), got input_dropout={input_dropout!r}.")
     if max_shift < 0:
@@ -207,12 +212,22 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
     val = tf.constant(x[np.random.default_rng(seed).permutation(n)[: max(1, int(validation_fraction * n))]])
     steps = int(np.ceil(n / batch_size))
     generator = tf.random.Generator.from_seed(seed)
-    optimizer = keras.optimizers.Adam(learning_rate)
-    optimizer.build(autoencoder.trainable_variables)
+    with strategy.scope():
+        optimizer = keras.optimizers.Adam(learning_rate)
+        optimizer.build(autoencoder.trainable_variables)
     schedule = PlateauSchedule(optimizer, patience=np.inf)  # constant learning rate
 
     def mse(inputs, target):
         return tf.reduce_mean(tf.square(autoencoder(inputs, training=True) - target))
+
+    def step(inputs, batch):
+        with tf.GradientTape() as tape:
+            loss = distribute.replica_share(
+                mse(distribute.local_part(inputs), distribute.local_part(batch)),
+                tf.shape(batch)[0])
+        grads = tape.gradient(loss, autoencoder.trainable_variables)
+        optimizer.apply_gradients(zip(grads, autoencoder.trainable_variables))  # summed
+        return distribute.all_sum(loss)
 
     @tf.function
     def run_epoch():
@@ -223,11 +238,7 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
             if max_shift:
                 batch = translate_images(batch, max_shift, generator, image_shape)
             inputs = mask_inputs(batch, input_dropout, generator) if input_dropout else batch
-            with tf.GradientTape() as tape:
-                loss = mse(inputs, batch)
-            grads = tape.gradient(loss, autoencoder.trainable_variables)
-            optimizer.apply_gradients(zip(grads, autoencoder.trainable_variables))
-            total += loss
+            total += distribute.run(strategy, step, inputs, batch)
         return total / steps
 
     @tf.function

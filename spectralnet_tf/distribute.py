@@ -16,8 +16,9 @@ rows ``r*m/R .. (r+1)*m/R - 1`` of it (``local_part``). Per step:
   parameter gradients are summed by the Keras optimizer, which all-reduces
   (SUM) the gradients it is given in replica context.
 
-The Siamese net trains the same way: each replica's share of the mean
-contrastive loss of one global minibatch of pairs (``replica_share``).
+The Siamese net and the autoencoder train the same way: each replica's share
+of the mean loss of one global minibatch (of pairs, of images) is its own
+rows' part (``replica_share``), and the optimizer sums the gradients.
 
 That is O(k² + m·(k + d') + parameters) numbers per step, never O(m²) or O(n).
 """
@@ -65,13 +66,32 @@ def _replica():
     return ctx if ctx is not None and ctx.num_replicas_in_sync > 1 else None
 
 
+def _bounds(rows, ctx):
+    """Rows [start, stop) of replica ``ctx`` in a global batch of ``rows``:
+    consecutive, equal when ``rows`` divides by the replica count."""
+    r, n = ctx.replica_id_in_sync_group, ctx.num_replicas_in_sync
+    return r * rows // n, (r + 1) * rows // n
+
+
 def local_part(t):
-    """This replica's consecutive 1/R share of the rows of ``t`` (global batch)."""
+    """This replica's consecutive share of the rows of ``t`` (a global batch)."""
     ctx = _replica()
     if ctx is None:
         return t
-    size = tf.shape(t)[0] // ctx.num_replicas_in_sync
-    return t[ctx.replica_id_in_sync_group * size:][:size]
+    start, stop = _bounds(tf.shape(t)[0], ctx)
+    return t[start:stop]
+
+
+def replica_share(mean, rows):
+    """This replica's share of the mean over a global batch of ``rows`` rows,
+    given ``mean``, the mean over its own ``local_part``: summed over the
+    replicas (as the optimizer sums gradients) it is the global mean."""
+    ctx = _replica()
+    if ctx is None:
+        return mean
+    start, stop = _bounds(rows, ctx)
+    local = tf.cast(stop - start, mean.dtype)
+    return tf.where(local > 0, mean * local / tf.cast(rows, mean.dtype), tf.zeros_like(mean))
 
 
 #: While ``count_collectives`` is active: one entry per collective traced.
@@ -106,14 +126,6 @@ def all_sum(x):
         return x
     _record("all_sum", x)
     return ctx.all_reduce(tf.distribute.ReduceOp.SUM, x)
-
-
-def replica_share(mean):
-    """This replica's share of a global-batch mean: its shard's ``mean`` over
-    the replica count, so that the (summed) gradients are those of the mean
-    over the whole minibatch (equal shards)."""
-    ctx = _replica()
-    return mean if ctx is None else mean / ctx.num_replicas_in_sync
 
 
 def all_gather(x):
@@ -216,14 +228,27 @@ def map_rows(fn, x, strategy=None, batch_size=CHUNK_ROWS):
     replicas = n_replicas(strategy)
     if replicas == 1:
         return map_batches(fn, x, batch_size)
-
-    @tf.function
-    def chunk(rows):
-        return run(strategy, lambda r: all_gather(fn(local_part(r))), rows)
-
+    chunk = _sharded(fn, strategy)
     out = []
     for start in range(0, len(x), batch_size):
         block = np.asarray(x[start:start + batch_size], np.float32)
         padded = np.concatenate([block, np.repeat(block[-1:], -len(block) % replicas, axis=0)])
         out.append(np.asarray(chunk(tf.constant(padded)))[:len(block)])
     return np.concatenate(out).astype(np.float32)
+
+
+#: The last compiled sharded map, ``(fn, strategy, function)``: repeated
+#: ``transform``/``predict`` calls reuse it instead of tracing again. Only one
+#: is kept, so it holds at most one model alive.
+_last_sharded = [None]
+
+
+def _sharded(fn, strategy):
+    last = _last_sharded[0]
+    if last is None or last[0] is not fn or last[1] is not strategy:
+        @tf.function(reduce_retracing=True)
+        def chunk(rows):
+            return run(strategy, lambda r: all_gather(fn(local_part(r))), rows)
+
+        _last_sharded[0] = last = (fn, strategy, chunk)
+    return last[2]

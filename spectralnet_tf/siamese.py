@@ -141,7 +141,7 @@ def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience
     def step(idx):
         i, j, pos = (tf.gather(a, distribute.local_part(idx)) for a in tr_pairs)
         with tf.GradientTape() as tape:
-            loss = distribute.replica_share(pair_loss(i, j, pos))
+            loss = distribute.replica_share(pair_loss(i, j, pos), tf.shape(idx)[0])
         grads = tape.gradient(loss, net.trainable_variables)
         optimizer.apply_gradients(zip(grads, net.trainable_variables))  # summed over replicas
         return distribute.all_sum(loss)

@@ -246,3 +246,21 @@ def test_cli_worker_killed_fails_the_run_in_one_line_and_resume_finishes(tmp_pat
                                                "replicas": 2}
     summaries = [o.strip().splitlines()[-1] for o, _ in outs]
     assert summaries[0] == summaries[1]  # both workers trained the same model
+
+
+@pytest.mark.slow
+def test_autoencoder_pretraining_on_two_devices_equals_one(tmp_path):
+    """Shifted and masked batches, and a last batch of 209 rows (unequal shards)."""
+    from spectralnet_tf.autoencoder import read_ae_weights
+
+    argv = [sys.executable, os.path.join(ROOT, "scripts", "pretrain_ae.py"), "--limit", "2001",
+            "--epochs", "2", "--max-shift", "2", "--input-dropout", "0.1", "--quiet"]
+    weights = []
+    for devices in ("1", "2"):
+        out = tmp_path / f"ae{devices}.h5"
+        subprocess.run([*argv, "--devices", devices, "--out", str(out), "--checkpoint-dir",
+                        str(tmp_path / f"ck{devices}")], env=_env(), check=True,
+                       capture_output=True, timeout=300)
+        weights.append([np.asarray(w) for layer in read_ae_weights(str(out)) for w in layer])
+    for one, two in zip(*weights):
+        np.testing.assert_allclose(two, one, atol=1e-6)
