@@ -4,7 +4,7 @@
     python scripts/distributed.py overhead                 # 1, 2, 4 logical devices and 2 workers
     python scripts/distributed.py drift                    # 1 vs 2 replicas vs oneDNN on/off
     python scripts/distributed.py table RECORD.json        # the Markdown table of a record
-    python scripts/distributed.py split                    # one device: per-replica vs repeated work
+    python scripts/distributed.py split                    # one device: network vs pairwise work
     python scripts/distributed.py scaling OVERHEAD.json SPLIT.json   # expected scaling, on paper
 
 ``overhead`` times Algorithm 1's iterations for the MNIST net (10-1024-1024-512-10,
@@ -27,6 +27,8 @@ import shlex
 import socket
 import subprocess
 import sys
+
+import numpy as np
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -63,7 +65,6 @@ def measure(args):
     from spectralnet_tf import distribute
 
     strategy = distribute.strategy_for(args.devices)  # before any TensorFlow op
-    import numpy as np
     import tensorflow as tf
 
     sys.path.insert(0, HERE)
@@ -93,11 +94,10 @@ def measure(args):
     per_kind = {}
     for function, collective, dtype, shape in ledger:
         if function == "run_epoch":
-            key = f"{collective} {dtype} {'x'.join(map(str, shape))}"
+            key = f"{collective} {dtype} {'x'.join(map(str, shape)) or 'scalar'}"
             per_kind[key] = per_kind.get(key, 0) + 1 / local_replicas
-    collective_bytes = sum(
-        count * np.prod([int(v) for v in key.split()[2].split("x")])
-        * np.dtype(key.split()[1]).itemsize for key, count in per_kind.items())
+    collective_bytes = sum(count * np.dtype(key.split()[1]).itemsize * _elements(key)
+                           for key, count in per_kind.items())
     params = int(sum(np.prod(v.shape) for v in model.trainable_variables))
     epoch_seconds = history["epoch_seconds"][1:]  # the first includes tracing
     result = {
@@ -115,6 +115,12 @@ def measure(args):
     }
     if distribute.is_chief(strategy):
         print("RESULT " + json.dumps(result), flush=True)
+
+
+def _elements(key):
+    """Elements of the tensor in a ledger key ``collective dtype AxB`` (or ``scalar``)."""
+    shape = key.split()[2]
+    return 1 if shape == "scalar" else int(np.prod([int(v) for v in shape.split("x")]))
 
 
 def _ports(n):
@@ -164,13 +170,13 @@ def overhead(args):
 
 # ------------------------------------------------------------------ split
 def split(args):
-    """On one device: per iteration, the work a replica does on its own rows
-    (the network: ortho forward, gradient forward and backward) against the
-    work every replica repeats on the whole global batch (W, the loss, dL/dY
-    and its projection), at several global batches."""
+    """On one device: per iteration, the network's work (ortho forward,
+    gradient forward and backward: linear in m) against the pairwise work (W,
+    the loss, dL/dY and its projection: quadratic in m), at several global
+    batches. Under a strategy both are split over the replicas (all but the
+    O(m k²) projection)."""
     import time
 
-    import numpy as np
     import tensorflow as tf
 
     sys.path.insert(0, HERE)
@@ -198,7 +204,7 @@ def split(args):
                                           output_gradients=tf.ones_like(y))
 
         @tf.function
-        def replicated(x, y):
+        def pairwise(x, y):
             w = affinity.kernel_matrix(x)
             with tf.GradientTape() as tape:
                 tape.watch(y)
@@ -207,14 +213,14 @@ def split(args):
 
         y = model(x)
         seconds = {}
-        for name, fn, fargs in (("network", network, (x,)), ("replicated", replicated, (x, y))):
+        for name, fn, fargs in (("network", network, (x,)), ("pairwise", pairwise, (x, y))):
             tf.nest.map_structure(lambda t: t.numpy(), fn(*fargs))  # trace
             start = time.perf_counter()
             for _ in range(args.repeats):
                 tf.nest.map_structure(lambda t: t.numpy(), fn(*fargs))
             seconds[name] = (time.perf_counter() - start) / args.repeats
         rows.append({"batch": m, "network_ms": round(1000 * seconds["network"], 2),
-                     "replicated_ms": round(1000 * seconds["replicated"], 2)})
+                     "pairwise_ms": round(1000 * seconds["pairwise"], 2)})
         print(rows[-1], flush=True)
     save_record("split", {"kind": "split", "dims": DIMS, "matmul_gflops": round(rate, 1),
                           "rows": rows})
@@ -265,15 +271,13 @@ def table(args):
     print(f"`{record['command']}`, commit {record['commit']}, {record['date']}, "
           f"{record['machine']}\n")
     if record["kind"] == "drift":
-        import numpy as np
-
         loss = {(r["onednn"], r["devices"]): np.array(r["loss"]) for r in record["rows"]}
         pairs = [("1 vs 2 replicas, oneDNN off", ("0", 1), ("0", 2)),
                  ("1 vs 2 replicas, oneDNN on", ("1", 1), ("1", 2)),
                  ("1 replica, oneDNN off vs on", ("0", 1), ("1", 1))]
         epochs = range(0, len(loss[("0", 1)]), 2)
-        print("| relative loss difference after iteration | "
-              + " | ".join(str(10 * (e + 1)) for e in epochs) + " |")
+        print("| relative difference of the mean loss over iterations | "
+              + " | ".join(f"{10 * e + 1}–{10 * (e + 1)}" for e in epochs) + " |")
         print("|" + " --- |" * (len(epochs) + 1))
         for name, a, b in pairs:
             rel = np.abs(loss[a] - loss[b]) / np.abs(loss[a])
@@ -294,39 +298,52 @@ def table(args):
 
 
 def scaling(args):
-    """Expected per-iteration time on N GPUs: the counted bytes, and the
-    measured split of one iteration's work into per-replica and repeated parts."""
+    """Expected per-iteration time on N devices, from the collectives counted
+    in an overhead record and the work measured by split on one device."""
     with open(args.overhead) as f:
         overhead_record = json.load(f)
     with open(args.split) as f:
         split_record = json.load(f)
     two = next(r for r in overhead_record["rows"] if r["replicas"] == 2 and r["workers"] == 1)
-    m0, k, d, params = two["batch"], DIMS[-1], DIMS[0], two["parameters"]
-    # The counted bytes against the formula, at the measured batch and 2 replicas.
-    expected = 8 * k * k + 4 * (m0 // 2) * (k + d) + 4 * params
-    counted = two["collective_bytes"] + two["gradient_bytes"]
-    print(f"Counted at m={m0}, 2 replicas: {counted:,} bytes per replica per iteration; "
-          f"formula 8k² + 4(m/N)(k+d') + 4P = {expected:,}.\n")
-    print(f"Time per iteration on N devices, T(N) = network/N + repeated + bytes(N)/bandwidth "
-          f"+ {args.calls} collective calls × latency, with network and repeated the two parts "
-          f"measured on one device (`split`, this CPU's proportions), a ring all-reduce moving "
-          f"2(N-1)/N of its data and an all-gather (N-1)/N, {args.gbs} GB/s and "
+    m0, params = two["batch"], two["parameters"]
+
+    def comm_bytes(m, n):
+        """Bytes a replica sends per iteration at global batch m on n devices:
+        ring all-reduce 2(n-1)/n of its tensor, all-gather (n-1)/n of the
+        gathered tensor. Row counts scale with m; k×k and scalars do not."""
+        total = 2 * (n - 1) / n * 4 * params  # the parameter gradients
+        for key, count in two["collectives_per_iteration"].items():
+            collective, dtype, shape = key.split()
+            dims = [] if shape == "scalar" else [int(v) for v in shape.split("x")]
+            size = np.dtype(dtype).itemsize * _elements(key)
+            if collective == "all_gather":  # a replica's m0/2 rows, gathered to m
+                total += count * (n - 1) / n * size * 2 * m / m0
+            else:
+                rows_scale = m / m0 if dims and dims[0] == m0 else 1.0
+                total += count * 2 * (n - 1) / n * size * rows_scale
+        return total
+
+    print(f"Collectives per iteration at m={m0}, 2 replicas: "
+          + ", ".join(f"{c:g} × {k}" for k, c in two["collectives_per_iteration"].items())
+          + f", and the {params:,} parameter gradients.\n")
+    print(f"T(N) = (network + pairwise)/N + bytes(N)/bandwidth + calls × latency, with network "
+          f"and pairwise measured on one device (`split`, this CPU), {args.gbs} GB/s and "
           f"{args.latency_us} µs per call (assumed, not measured).\n")
     ns = [1, 2, 4, 8]
-    print("| global batch m | repeated share on 1 device | "
-          + " | ".join(f"speed-up N={n}" for n in ns[1:]) + " | bound (N → ∞) |")
-    print("|" + " --- |" * (len(ns) + 2))
+    print("| global batch m | network ms | pairwise ms | "
+          + " | ".join(f"MB sent, N={n}" for n in ns[1:]) + " | "
+          + " | ".join(f"speed-up N={n}" for n in ns[1:]) + " |")
+    print("|" + " --- |" * (3 + 2 * (len(ns) - 1)))
+    calls = sum(two["collectives_per_iteration"].values()) + 1
     for row in split_record["rows"]:
-        m, net, rep = row["batch"], row["network_ms"] / 1000, row["replicated_ms"] / 1000
-        times = []
-        for n in ns:
-            ring = (n - 1) / n
-            data = 2 * ring * (8 * k * k + 4 * params) + ring * 4 * m * (k + d)
-            comm = 0.0 if n == 1 else data / (args.gbs * 1e9) + args.calls * args.latency_us * 1e-6
-            times.append(net / n + rep + comm)
-        print(f"| {m:,} | {rep / (net + rep):.0%} | "
-              + " | ".join(f"{times[0] / t:.2f}×" for t in times[1:])
-              + f" | {(net + rep) / rep:.1f}× |")
+        m, net, pair = row["batch"], row["network_ms"] / 1000, row["pairwise_ms"] / 1000
+        times = [net + pair]
+        for n in ns[1:]:
+            times.append((net + pair) / n + comm_bytes(m, n) / (args.gbs * 1e9)
+                         + calls * args.latency_us * 1e-6)
+        print(f"| {m:,} | {1000 * net:.0f} | {1000 * pair:.0f} | "
+              + " | ".join(f"{comm_bytes(m, n) / 1e6:.1f}" for n in ns[1:]) + " | "
+              + " | ".join(f"{times[0] / t:.2f}×" for t in times[1:]) + " |")
 
 
 def main(argv=None):
@@ -355,7 +372,6 @@ def main(argv=None):
     s.add_argument("split", help="a split record (the measured parts)")
     s.add_argument("--gbs", type=float, default=100.0, help="bandwidth between devices")
     s.add_argument("--latency-us", type=float, default=20.0, help="latency per collective call")
-    s.add_argument("--calls", type=int, default=4, help="collective calls per iteration")
     args = p.parse_args(argv)
     {"overhead": overhead, "_measure": measure, "drift": drift, "_drift": drift_one,
      "split": split, "table": table, "scaling": scaling}[args.cmd](args)

@@ -17,24 +17,35 @@ seen inside a minibatch); with ``scale="local"`` ``s_i`` is point i's own
 distance to its ``scale_nbr``-th neighbour (self-tuning scale). Distances are
 Euclidean on ``z = embedding(x)`` (the Siamese net) or on ``x`` itself.
 W is symmetrized as ``(W + W.T) / 2`` and has a zero diagonal.
+
+Under a ``tf.distribute`` strategy each replica builds only its own rows of
+the global minibatch's W (``kernel_matrix``), so the O(m²) work is split over
+the replicas; the neighbour thresholds and scales of the other rows, which the
+symmetrization needs, are all-gathered (O(m) numbers).
 """
 
 import numpy as np
 import scipy.sparse as sp
 import tensorflow as tf
 
+from . import distribute
 from .neighbors import make_neighbors
 from .streaming import map_batches
 
 SCALES = ("global", "local")
 
 
-def pairwise_sq_dists(z):
-    """(m, m) squared Euclidean distances, exact zeros on the diagonal."""
+def pairwise_sq_dists(z, rows=None, eye=None):
+    """(m, m) squared Euclidean distances, exact zeros on the diagonal; with
+    ``rows`` (r of the m points) and ``eye`` (their r rows of the m×m
+    identity), the (r, m) distances of those rows to all points."""
     sq = tf.reduce_sum(tf.square(z), axis=1)
-    d2 = sq[:, None] + sq[None, :] - 2.0 * tf.matmul(z, z, transpose_b=True)
-    off_diag = 1.0 - tf.eye(tf.shape(z)[0], dtype=z.dtype)
-    return tf.maximum(d2, 0.0) * off_diag
+    if rows is None:
+        rows, sq_rows, eye = z, sq, tf.eye(tf.shape(z)[0], dtype=z.dtype)
+    else:
+        sq_rows = tf.reduce_sum(tf.square(rows), axis=1)
+    d2 = sq_rows[:, None] + sq[None, :] - 2.0 * tf.matmul(rows, z, transpose_b=True)
+    return tf.maximum(d2, 0.0) * (1.0 - eye)
 
 
 def sorted_sq_dists(d2, n):
@@ -166,12 +177,39 @@ class GaussianAffinity:
 
     def kernel_matrix(self, z):
         """W of a minibatch from already-embedded points z (training uses this
-        with ``embed_all`` computed once, not the embedding at every step)."""
+        with ``embed_all`` computed once, not the embedding at every step).
+
+        In a replica of a ``tf.distribute`` strategy, ``z`` is the whole
+        global minibatch and the result is this replica's rows of W
+        (``distribute.local_part``); see the module docstring."""
+        if distribute.sharded():
+            return self._kernel_rows(z)
         d2 = pairwise_sq_dists(z)
         nbr_d2 = sorted_sq_dists(d2, self.n_neighbors_needed())
         s = self._scales(nbr_d2)
         w = gaussian_kernel(d2, s, tf.transpose(s)) * self._mask(d2, nbr_d2)
         return 0.5 * (w + tf.transpose(w))
+
+    def _kernel_rows(self, z):
+        """This replica's rows i of W: ``(W̃_ij + W̃_ji) / 2``, where W̃_ji
+        keeps j's own neighbour threshold, gathered from j's replica."""
+        eye = distribute.local_eye(z.shape[0] or tf.shape(z)[0], z.dtype)
+        d2 = pairwise_sq_dists(z, distribute.local_part(z), eye)
+        nbr_d2 = sorted_sq_dists(d2, self.n_neighbors_needed())
+        s = self._scales(nbr_d2)
+        s_cols = s if self.scale == "global" else tf.transpose(distribute.all_gather(s))
+        kernel = gaussian_kernel(d2, s, s_cols) * (1.0 - eye)
+        threshold = self._threshold(nbr_d2)
+        if threshold is None:  # all pairs: already symmetric
+            return kernel
+        own = tf.cast(d2 <= threshold, d2.dtype)
+        theirs = tf.cast(d2 <= tf.transpose(distribute.all_gather(threshold)), d2.dtype)
+        return 0.5 * kernel * (own + theirs)
+
+    def _threshold(self, nbr_d2):
+        """Each row's largest squared distance to a neighbour (a column), or
+        None: every pair is an edge."""
+        return None
 
     def _mask(self, d2, nbr_d2):
         return 1.0 - tf.eye(tf.shape(d2)[0], dtype=d2.dtype)
@@ -224,9 +262,12 @@ class GaussianKNNAffinity(GaussianAffinity):
             raise ValueError(f"n_nbrs must be an integer >= 1, got n_nbrs={self.n_nbrs!r}.")
         super()._check_params(batch_size)
 
+    def _threshold(self, nbr_d2):
+        # j is a neighbour of i if no farther than i's n_nbrs-th neighbour.
+        return nbr_d2[:, self.n_nbrs][:, None]
+
     def _mask(self, d2, nbr_d2):
-        # j is a neighbour of i if no closer than i's n_nbrs-th neighbour.
-        within = d2 <= nbr_d2[:, self.n_nbrs][:, None]
+        within = d2 <= self._threshold(nbr_d2)
         return tf.cast(within, d2.dtype) * super()._mask(d2, nbr_d2)
 
     def graph(self, x, neighbors=None):
@@ -253,9 +294,11 @@ AFFINITIES = {"knn": GaussianKNNAffinity, "full": FullGaussianAffinity}
 def apply_labels(w, labels):
     """Semi-supervised affinity (paper Sec. 5.3): pairs of labeled points get 1
     (same label) or 0 (different labels); other pairs keep ``w``. ``labels``
-    holds -1 for unlabeled points. The diagonal stays 0."""
-    labeled = labels >= 0
-    both = tf.logical_and(labeled[:, None], labeled[None, :])
-    same = tf.cast(tf.equal(labels[:, None], labels[None, :]), w.dtype)
-    off_diag = 1.0 - tf.eye(tf.shape(w)[0], dtype=w.dtype)
+    holds -1 for unlabeled points. The diagonal stays 0. In a replica of a
+    ``tf.distribute`` strategy ``w`` holds this replica's rows of W
+    (``kernel_matrix``) and ``labels`` those of the whole minibatch."""
+    rows = distribute.local_part(labels)
+    both = tf.logical_and(rows[:, None] >= 0, labels[None, :] >= 0)
+    same = tf.cast(tf.equal(rows[:, None], labels[None, :]), w.dtype)
+    off_diag = 1.0 - distribute.local_eye(labels.shape[0] or tf.shape(labels)[0], w.dtype)
     return tf.where(both, same * off_diag, w)

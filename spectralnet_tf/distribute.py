@@ -12,15 +12,16 @@ rows ``r*m/R .. (r+1)*m/R - 1`` of it (``local_part``). Per step:
 
 - ortho step: the k×k Gram matrix is summed over replicas (``all_sum``);
 - gradient step: the m×d' affinity coordinates and the m×k outputs Y are
-  gathered (``all_gather``), so W is over the whole global batch; the
-  parameter gradients are summed by the Keras optimizer, which all-reduces
-  (SUM) the gradients it is given in replica context.
+  gathered (``all_gather``); each replica builds its m/R rows of the global
+  batch's W (``affinity``: the other rows' neighbour thresholds and scales,
+  m numbers each, are gathered too) and its rows' part of the loss; the
+  parts' gradients with respect to Y are summed (m×k), the tangent
+  projection is applied to the sum on every replica, each replica
+  back-propagates its own rows, and the Keras optimizer all-reduces (SUM)
+  the parameter gradients it is given in replica context.
 
-The Siamese net and the autoencoder train the same way: each replica's share
-of the mean loss of one global minibatch (of pairs, of images) is its own
-rows' part (``replica_share``), and the optimizer sums the gradients.
-
-That is O(k² + m·(k + d') + parameters) numbers per step, never O(m²) or O(n).
+That is O(k² + m·(k + d') + parameters) numbers per step, never O(m²) or
+O(n), and the O(m²) work of W and the loss is split over the replicas.
 """
 
 import contextlib
@@ -66,6 +67,11 @@ def _replica():
     return ctx if ctx is not None and ctx.num_replicas_in_sync > 1 else None
 
 
+def sharded():
+    """True inside a replica of a strategy with more than one replica."""
+    return _replica() is not None
+
+
 def _bounds(rows, ctx):
     """Rows [start, stop) of replica ``ctx`` in a global batch of ``rows``:
     consecutive, equal when ``rows`` divides by the replica count."""
@@ -79,7 +85,31 @@ def local_part(t):
     if ctx is None:
         return t
     start, stop = _bounds(tf.shape(t)[0], ctx)
-    return t[start:stop]
+    part = t[start:stop]
+    n, replicas = t.shape[0], ctx.num_replicas_in_sync
+    if n is not None and n % replicas == 0:  # equal shards: a static row count
+        part.set_shape([n // replicas, *t.shape[1:]])
+    return part
+
+
+def local_eye(m, dtype=tf.float32):
+    """This replica's rows of the m×m identity (all of it with one replica):
+    marks each local row's own column in a row block of a global matrix."""
+    ctx = _replica()
+    if ctx is None:
+        return tf.eye(m, dtype=dtype)
+    start, stop = _bounds(m, ctx)
+    eye = tf.one_hot(tf.range(start, stop), m, dtype=dtype)
+    if isinstance(m, int) and m % ctx.num_replicas_in_sync == 0:
+        eye.set_shape([m // ctx.num_replicas_in_sync, m])
+    return eye
+
+
+def even_share(x):
+    """``x`` over the replica count: a term every replica computes in full
+    (on gathered values), so that the sum over replicas counts it once."""
+    ctx = _replica()
+    return x if ctx is None else x / ctx.num_replicas_in_sync
 
 
 def replica_share(mean, rows):
@@ -135,7 +165,10 @@ def all_gather(x):
     if ctx is None:
         return x
     _record("all_gather", x)
-    return ctx.all_gather(x, axis=0)
+    out = ctx.all_gather(x, axis=0)
+    rows = None if x.shape[0] is None else x.shape[0] * ctx.num_replicas_in_sync
+    out.set_shape([rows, *x.shape[1:]])  # keep the static shape
+    return out
 
 
 def is_chief(strategy=None):

@@ -6,7 +6,7 @@ import tensorflow as tf
 LAPLACIANS = ("unnormalized", "normalized")
 
 
-def spectral_loss(w, y, laplacian="unnormalized"):
+def spectral_loss(w, y, laplacian="unnormalized", y_cols=None, d_cols=None):
     """SpectralNet loss ``sum_ij W_ij ||y_i - y_j||^2 / m`` in trace form.
 
     ``sum_ij W_ij ||y_i - y_j||^2 = 2 tr(Y^T (D - W) Y)``, computed as
@@ -21,18 +21,25 @@ def spectral_loss(w, y, laplacian="unnormalized"):
     w : (m, m) symmetric affinity matrix.
     y : (m, k) network outputs.
     laplacian : {"unnormalized", "normalized"}
+    y_cols, d_cols : (m, k) and (m,), optional
+        Given when ``w`` holds only some rows of W (a replica's, under
+        tf.distribute) and ``y`` those rows' outputs: the outputs and degrees
+        of all m points. The result is then those rows' part of the loss.
     """
     d = tf.reduce_sum(w, axis=1)
-    if laplacian == "normalized":
-        # Isolated points (d=0) have no edges, so their term is 0 either way.
-        y = y * tf.math.rsqrt(tf.maximum(d, 1e-12))[:, None]
-    elif laplacian != "unnormalized":
+    if laplacian not in LAPLACIANS:
         raise ValueError(
             f"laplacian must be one of {LAPLACIANS}, got laplacian={laplacian!r}."
         )
-    m = tf.cast(tf.shape(y)[0], y.dtype)
+    if laplacian == "normalized":
+        # Isolated points (d=0) have no edges, so their term is 0 either way.
+        y = y * tf.math.rsqrt(tf.maximum(d, 1e-12))[:, None]
+        if y_cols is not None:
+            y_cols = y_cols * tf.math.rsqrt(tf.maximum(d_cols, 1e-12))[:, None]
+    y_cols = y if y_cols is None else y_cols
+    m = tf.cast(tf.shape(y_cols)[0], y.dtype)
     degree_term = tf.reduce_sum(d * tf.reduce_sum(tf.square(y), axis=1))
-    cross_term = tf.reduce_sum(y * tf.matmul(w, y))
+    cross_term = tf.reduce_sum(y * tf.matmul(w, y_cols))
     return 2.0 * (degree_term - cross_term) / m
 
 

@@ -129,10 +129,22 @@ def validation_batches(x_val, z_val, y_val, batch_size, affinity):
 def minibatch_loss(w, y, laplacian="unnormalized", labels=None, label_weight=0.0):
     """The loss of one minibatch: the SpectralNet loss, plus ``label_weight``
     times the labeled points' cross-entropy (``losses.label_loss``) when
-    ``labels`` are given. Training and validation both use it."""
-    loss = spectral_loss(w, y, laplacian)
+    ``labels`` are given. Training and validation both use it.
+
+    In a replica of a ``tf.distribute`` strategy, ``w`` holds this replica's
+    rows of W (``affinity.kernel_matrix``) and ``y`` the gathered outputs of
+    the whole minibatch; the result is this replica's part of the loss, and
+    the parts sum to the loss of the global minibatch.
+    """
+    rows, cols, degrees = y, None, None
+    if distribute.sharded():  # w holds this replica's rows of W
+        rows, cols = distribute.local_part(y), y
+        if laplacian == "normalized":
+            degrees = distribute.all_gather(tf.reduce_sum(w, axis=1))
+    loss = spectral_loss(w, rows, laplacian, y_cols=cols, d_cols=degrees)
     if labels is not None and label_weight > 0:
-        loss += label_weight * label_loss(y, labels, y.shape[-1])
+        # Computed in full on every replica: each adds its share.
+        loss += distribute.even_share(label_weight * label_loss(y, labels, y.shape[-1]))
     return loss
 
 
@@ -144,9 +156,10 @@ def gradient_step(model, optimizer, x_batch, w, laplacian="unnormalized", gradie
     labeled points' cross-entropy (``losses.label_loss``). Returns the loss.
 
     Under a strategy, ``x_batch`` is this replica's shard of the global
-    minibatch while ``w`` and ``labels`` are global: the outputs are gathered
-    so the loss and its gradient with respect to Y are those of the global
-    batch, and each replica back-propagates its own rows' part of it.
+    minibatch, ``w`` its rows of W and ``labels`` those of the global batch:
+    the outputs are gathered, the gradients of the replicas' parts of the
+    loss with respect to Y are summed, so every replica holds the global
+    batch's ∂L/∂Y (and projects it), and each back-propagates its own rows.
     """
     with tf.GradientTape() as tape:
         y_local = tf.cast(model(x_batch, training=True), tf.float32)  # no-op unless mixed precision
@@ -154,14 +167,14 @@ def gradient_step(model, optimizer, x_batch, w, laplacian="unnormalized", gradie
     with tf.GradientTape() as loss_tape:
         loss_tape.watch(y)
         loss = minibatch_loss(w, y, laplacian, labels, label_weight)
-    grad_y = loss_tape.gradient(loss, y)
+    grad_y = distribute.all_sum(loss_tape.gradient(loss, y))
     if gradient == "projected":
         grad_y = tangent_projection(y, grad_y)
     grads = tape.gradient(y_local, model.trainable_variables,
                           output_gradients=distribute.local_part(grad_y))
     # Summed over replicas by the optimizer (distribute.py).
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
-    return loss
+    return distribute.all_sum(loss)
 
 
 def train_spectralnet(
@@ -242,7 +255,8 @@ def train_spectralnet(
         orthonorm.orthogonalize_gram(distribute.all_sum(gram(y_tilde)), ortho_batch_size)
 
     def loss_step(rows):
-        # Gradient step: W over the whole minibatch, from the gathered coordinates.
+        # Gradient step: W of the whole minibatch (this replica's rows of it),
+        # from the gathered coordinates.
         local = distribute.local_part(rows)
         w = affinity.kernel_matrix(distribute.all_gather(tf.gather(z_tr, local)))
         labels = None

@@ -2,21 +2,32 @@
 the distributed tests compare (run as a subprocess by tests/test_distribute.py,
 because a strategy must be set up before TensorFlow initializes its devices).
 
-    python tests/distributed_fit.py OUT.npz [--devices N] [--siamese]
+    python tests/distributed_fit.py OUT_DIR [--devices N] [--variants V ...]
 
-``--devices N``: MirroredStrategy over N logical CPU devices; with
-``TF_CONFIG`` set, MultiWorkerMirroredStrategy (one process per worker; only
-the chief writes OUT). Otherwise one device.
+Writes ``OUT_DIR/V.npz`` per variant. ``--devices N``: MirroredStrategy over
+N logical CPU devices; with ``TF_CONFIG`` set, MultiWorkerMirroredStrategy
+(one process per worker; only the chief writes). Otherwise one device.
 """
 
 import argparse
+import os
 
 from spectralnet_tf import distribute
+
+#: Variant -> (SpectralNet parameters, whether 3% of the points are labeled).
+VARIANTS = {
+    "knn": ({}, False),
+    "labels": ({}, True),
+    "normalized-local": ({"laplacian": "normalized", "scale": "local"}, False),
+    "full": ({"affinity": "full"}, True),
+    "siamese": ({"affinity_embedding": "siamese", "siamese_hidden_units": (32, 8),
+                 "siamese_max_epochs": 2, "siamese_batch_size": 64}, False),
+}
 
 parser = argparse.ArgumentParser()
 parser.add_argument("out")
 parser.add_argument("--devices", type=int, default=1)
-parser.add_argument("--siamese", action="store_true")
+parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["knn"])
 args = parser.parse_args()
 strategy = distribute.strategy_for(args.devices)  # before any TensorFlow op
 
@@ -25,17 +36,20 @@ from sklearn.datasets import make_moons  # noqa: E402
 
 from spectralnet_tf import SpectralNet  # noqa: E402
 
-X, _ = make_moons(1100, noise=0.05, random_state=0)
-extra = dict(affinity_embedding="siamese", siamese_hidden_units=(32, 8), siamese_max_epochs=2,
-             siamese_batch_size=64) if args.siamese else {}
-net = SpectralNet(2, hidden_units=(64, 64), batch_size=256, max_epochs=2, steps_per_epoch=10,
-                  random_state=5, distribute=strategy, **extra).fit(X)
-arrays = {f"weight{i}": w.numpy() for i, w in enumerate(net.model_.weights)}
-arrays.update(loss=np.array(net.history_["loss"]), val_loss=np.array(net.history_["val_loss"]),
-              embedding=net.embedding_, labels=net.labels_, predicted=net.predict(X[::3]),
-              transformed=net.transform(X[::3]))
-if args.siamese:
-    arrays["siamese_loss"] = np.array(net.siamese_history_["loss"])
-    arrays.update({f"siamese{i}": w.numpy() for i, w in enumerate(net.siamese_.weights)})
-if distribute.is_chief(strategy):
-    np.savez(args.out, **arrays)
+X, y = make_moons(1100, noise=0.05, random_state=0)
+known = np.where(np.arange(len(y)) % 33 == 0, y, -1)
+for variant in args.variants:
+    params, labeled = VARIANTS[variant]
+    net = SpectralNet(2, hidden_units=(64, 64), batch_size=256, max_epochs=2, steps_per_epoch=10,
+                      random_state=5, distribute=strategy, **params)
+    net.fit(X, partial_labels=known if labeled else None)
+    arrays = {f"weight{i}": w.numpy() for i, w in enumerate(net.model_.weights)}
+    arrays.update(loss=np.array(net.history_["loss"]), val_loss=np.array(net.history_["val_loss"]),
+                  embedding=net.embedding_, labels=net.labels_, predicted=net.predict(X[::3]),
+                  transformed=net.transform(X[::3]))
+    if variant == "siamese":
+        arrays["siamese_loss"] = np.array(net.siamese_history_["loss"])
+        arrays.update({f"siamese{i}": w.numpy() for i, w in enumerate(net.siamese_.weights)})
+    if distribute.is_chief(strategy):
+        os.makedirs(args.out, exist_ok=True)
+        np.savez(os.path.join(args.out, f"{variant}.npz"), **arrays)
