@@ -3,6 +3,7 @@
 
     python scripts/distributed.py overhead                 # 1, 2, 4 logical devices and 2 workers
     python scripts/distributed.py drift                    # 1 vs 2 replicas vs oneDNN on/off
+    python scripts/distributed.py edges                    # W's kNN edges, 1 vs 2 replicas
     python scripts/distributed.py table RECORD.json        # the Markdown table of a record
     python scripts/distributed.py split                    # one device: network vs pairwise work
     python scripts/distributed.py scaling OVERHEAD.json SPLIT.json   # expected scaling, on paper
@@ -244,6 +245,51 @@ def drift(args):
     save_record("drift", {"kind": "drift", "steps_per_epoch": 10, "rows": rows})
 
 
+def edges(args):
+    """How often the kNN edges of a replica's rows of W differ from those of
+    the one-device W (two moons, batches of 256, 2 logical devices), under
+    oneDNN off and on: near-ties in the distances round differently in the
+    (m/R)×m product than in the m×m one."""
+    rows = []
+    for onednn in ("0", "1"):
+        out = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "_edges", "--batches", str(args.batches)],
+            env=dict(os.environ, TF_ENABLE_ONEDNN_OPTS=onednn), capture_output=True, text=True,
+            check=True).stdout
+        line = next(ln for ln in out.splitlines() if ln.startswith("RESULT "))
+        rows.append({"onednn": onednn, **json.loads(line[len("RESULT "):])})
+        print(rows[-1], flush=True)
+    save_record("edges", {"kind": "edges", "batch": 256, "rows": rows})
+
+
+def edges_one(args):
+    from spectralnet_tf import distribute
+
+    strategy = distribute.strategy_for(2)
+    import tensorflow as tf
+    from sklearn.datasets import make_moons
+
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+
+    x = make_moons(1200, noise=0.05, random_state=0)[0].astype("float32")
+    affinity = GaussianKNNAffinity(n_nbrs=10).fit(x[:1000], 256, seed=0)
+
+    @tf.function
+    def sharded(z):
+        return distribute.run(
+            strategy, lambda zz: distribute.all_gather(affinity.kernel_matrix(zz * 1.0)), z)
+
+    rng = np.random.default_rng(0)
+    flips, worst = 0, 0.0
+    for _ in range(args.batches):
+        z = tf.constant(x[rng.choice(1000, 256, replace=False)])
+        one, two = affinity.kernel_matrix(z).numpy(), sharded(z).numpy()
+        flips += int(((one > 0) != (two > 0)).sum())
+        worst = max(worst, float(np.abs(one - two).max()))
+    print("RESULT " + json.dumps({"batches": args.batches, "entries": args.batches * 256 * 256,
+                                  "edge_flips": flips, "max_abs_difference": worst}), flush=True)
+
+
 def drift_one(args):
     from spectralnet_tf import distribute
 
@@ -364,7 +410,9 @@ def main(argv=None):
     sub.choices["_drift"].add_argument("--devices", type=int, default=1)
     t = sub.add_parser("table")
     t.add_argument("record")
-    sp = sub.add_parser("split", help="one device: per-replica against repeated work")
+    for name in ("edges", "_edges"):
+        sub.add_parser(name).add_argument("--batches", type=int, default=20)
+    sp = sub.add_parser("split", help="one device: network against pairwise work")
     sp.add_argument("--batches", type=int, nargs="+", default=[1024, 2048, 4096, 8192, 16384])
     sp.add_argument("--repeats", type=int, default=5)
     s = sub.add_parser("scaling")
@@ -374,7 +422,8 @@ def main(argv=None):
     s.add_argument("--latency-us", type=float, default=20.0, help="latency per collective call")
     args = p.parse_args(argv)
     {"overhead": overhead, "_measure": measure, "drift": drift, "_drift": drift_one,
-     "split": split, "table": table, "scaling": scaling}[args.cmd](args)
+     "split": split, "edges": edges, "_edges": edges_one, "table": table,
+     "scaling": scaling}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,10 @@ rows ``r*m/R .. (r+1)*m/R - 1`` of it (``local_part``). Per step:
 
 That is O(k² + m·(k + d') + parameters) numbers per step, never O(m²) or
 O(n), and the O(m²) work of W and the loss is split over the replicas.
+
+The Siamese net and the autoencoder train the same way: each replica's share
+of the mean loss of one global minibatch (of pairs, of images) is its own
+rows' part (``replica_share``), and the optimizer sums the gradients.
 """
 
 import contextlib
