@@ -316,6 +316,13 @@ def table(args):
         record = json.load(f)
     print(f"`{record['command']}`, commit {record['commit']}, {record['date']}, "
           f"{record['machine']}\n")
+    if record["kind"] == "edges":
+        print("| oneDNN | entries of W compared | kNN edges that differ | largest difference |")
+        print("| --- | --- | --- | --- |")
+        for r in record["rows"]:
+            print(f"| {'on' if r['onednn'] == '1' else 'off'} | {r['entries']:,} | "
+                  f"{r['edge_flips']} | {r['max_abs_difference']:.2g} |")
+        return
     if record["kind"] == "drift":
         loss = {(r["onednn"], r["devices"]): np.array(r["loss"]) for r in record["rows"]}
         pairs = [("1 vs 2 replicas, oneDNN off", ("0", 1), ("0", 2)),
