@@ -133,9 +133,12 @@ def load_data(args):
 def main(argv=None):
     args = parse_args(argv)
     try:
+        if args.devices > 1 and distribute.cluster_from_env():
+            raise ValueError("--devices and TF_CONFIG exclude each other: a multi-worker run "
+                             "uses one device per worker; drop --devices.")
         strategy = distribute.get(distribute.strategy_for(args.devices))  # before any TF op
     except (ValueError, RuntimeError) as err:
-        raise SystemExit(f"pretrain_ae.py: --devices {args.devices}: {err}") from None
+        raise SystemExit(f"pretrain_ae.py: {err}") from None
     chief = distribute.is_chief(strategy)
     out = args.out or os.path.join(OUT_DIR, DEFAULT_OUT[(args.dset, args.split)])
     ckpt_dir = args.checkpoint_dir or os.path.join(
@@ -159,11 +162,11 @@ def main(argv=None):
         image_shape=MNIST_IMAGE_SHAPE if args.dset == "mnist" else None, seed=args.seed,
         verbose=0 if args.quiet else 1, checkpointer=checkpointer if chief or args.resume else None,
         strategy=strategy)
+    # Every worker predicts: under a strategy Keras's predict gathers across them.
+    codes = encoder.predict(x, batch_size=4096, verbose=0)
     if not chief:  # the chief writes the weights and their provenance
         return None
     save_ae_weights(autoencoder, out)
-
-    codes = encoder.predict(x, batch_size=4096, verbose=0)
     k = int(y.max()) + 1
     centers = fit_centroids(codes, k, args.seed)
     labels = nearest_centroid(centroid_distances(codes, centers)).numpy()

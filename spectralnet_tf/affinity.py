@@ -193,9 +193,11 @@ class GaussianAffinity:
     def _kernel_rows(self, z):
         """This replica's rows i of W: ``(W̃_ij + W̃_ji) / 2``, where W̃_ji
         keeps j's own neighbour threshold, gathered from j's replica."""
-        eye = distribute.local_eye(z.shape[0] or tf.shape(z)[0], z.dtype)
+        m = z.shape[0] or tf.shape(z)[0]
+        eye = distribute.local_eye(m, z.dtype)
         d2 = pairwise_sq_dists(z, distribute.local_part(z), eye)
-        nbr_d2 = sorted_sq_dists(d2, self.n_neighbors_needed())
+        nearest = tf.math.top_k(-d2, k=self.n_neighbors_needed() + 1)
+        nbr_d2 = -nearest.values  # = sorted_sq_dists(d2, ...)
         s = self._scales(nbr_d2)
         s_cols = s if self.scale == "global" else tf.transpose(distribute.all_gather(s))
         kernel = gaussian_kernel(d2, s, s_cols) * (1.0 - eye)
@@ -204,6 +206,11 @@ class GaussianAffinity:
             return kernel
         own = tf.cast(d2 <= threshold, d2.dtype)
         theirs = tf.cast(d2 <= tf.transpose(distribute.all_gather(threshold)), d2.dtype)
+        # j's distances to i were rounded in j's block, not this one: j's
+        # nearest neighbours (gathered indices) are i's edges either way.
+        theirs = tf.maximum(theirs, _neighbour_of(
+            distribute.all_gather(nearest.indices[:, :self.n_nbrs + 1]),
+            distribute.local_part(tf.range(m)), d2.dtype))
         return 0.5 * kernel * (own + theirs)
 
     def _threshold(self, nbr_d2):
@@ -213,6 +220,18 @@ class GaussianAffinity:
 
     def _mask(self, d2, nbr_d2):
         return 1.0 - tf.eye(tf.shape(d2)[0], dtype=d2.dtype)
+
+
+def _neighbour_of(indices, rows, dtype):
+    """(len(rows), m): 1 at [i, j] where row j of ``indices`` (m, n) names
+    point ``rows[i]`` (consecutive global indices), i.e. it is j's neighbour."""
+    m, n = tf.shape(indices)[0], tf.shape(indices)[1]
+    local = tf.reshape(indices, [-1]) - rows[0]
+    cols = tf.repeat(tf.range(m), n)
+    inside = tf.logical_and(local >= 0, local < tf.shape(rows)[0])
+    where = tf.stack([tf.boolean_mask(local, inside), tf.boolean_mask(cols, inside)], axis=1)
+    return tf.scatter_nd(where, tf.ones(tf.shape(where)[:1], dtype),
+                         tf.stack([tf.shape(rows)[0], m]))
 
 
 class FullGaussianAffinity(GaussianAffinity):

@@ -28,6 +28,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
 from sklearn.cluster import KMeans  # noqa: E402
 
 from . import distribute, rundir  # noqa: E402
@@ -317,7 +318,9 @@ def run_command(argv=None):
     except (UsageError, rundir.RunDirectoryError) as err:
         print(f"{PROG}: error: {' '.join(str(err).split())}", file=sys.stderr)  # one line
         raise SystemExit(2) from None
-    except distribute.PEER_FAILURES as err:
+    except (*distribute.PEER_FAILURES, tf.errors.InternalError) as err:
+        if not distribute.is_peer_failure(err):
+            raise
         print(f"{PROG}: error: {distribute.peer_failure(err)}; start every worker again with "
               f"--resume {out}", file=sys.stderr)
         raise SystemExit(1) from None

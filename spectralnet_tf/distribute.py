@@ -209,6 +209,14 @@ PEER_FAILURES = (tf.errors.UnavailableError, tf.errors.CancelledError,
                  tf.errors.DeadlineExceededError, tf.errors.AbortedError)
 
 
+def is_peer_failure(err):
+    """True for a ``PEER_FAILURES`` error, or an ``InternalError`` raised by a
+    collective op (TensorFlow reports an aborted collective either way)."""
+    if isinstance(err, PEER_FAILURES):
+        return True
+    return isinstance(err, tf.errors.InternalError) and "ollective" in (err.message or "")
+
+
 def peer_failure(err):
     """One line on a collective's ``PEER_FAILURES`` error: which worker, if
     TensorFlow's message names it."""

@@ -392,6 +392,13 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                 "distribute must be a tf.distribute.Strategy or None, got "
                 f"distribute={self.distribute!r}."
             )
+        if (isinstance(self._strategy(), tf.distribute.MultiWorkerMirroredStrategy)
+                and not isinstance(self.random_state, numbers.Integral)):
+            raise ValueError(
+                "Under a multi-worker strategy every worker must draw the same split and "
+                "minibatches: random_state must be an int, got "
+                f"random_state={self.random_state!r}."
+            )
         _check_int("n_nbrs", self.n_nbrs, 1)
         _check_int("scale_nbr", self.scale_nbr, 1)
         _check_int("patience", self.patience, 1)
@@ -450,7 +457,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
 
     def _check_batch(self, name, value, n_train, n):
         if value is None:  # rounded down to equal shards under a strategy
-            return min(DEFAULT_BATCH_SIZE, n_train - n_train % dist.n_replicas(self._strategy()))
+            default = min(DEFAULT_BATCH_SIZE, n_train)
+            return default - default % dist.n_replicas(self._strategy())
         _check_int(name, value, self.n_clusters)
         dist.check_divisible(name, value, self._strategy())
         if value > n_train:
