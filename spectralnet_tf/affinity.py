@@ -20,8 +20,9 @@ W is symmetrized as ``(W + W.T) / 2`` and has a zero diagonal.
 
 Under a ``tf.distribute`` strategy each replica builds only its own rows of
 the global minibatch's W (``kernel_matrix``), so the O(m²) work is split over
-the replicas; the neighbour thresholds and scales of the other rows, which the
-symmetrization needs, are all-gathered (O(m) numbers).
+the replicas; the neighbour thresholds, scales and nearest-neighbour indices
+of the other rows, which the symmetrization needs, are all-gathered (O(m)
+numbers).
 """
 
 import numpy as np

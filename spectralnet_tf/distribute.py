@@ -13,8 +13,9 @@ rows ``r*m/R .. (r+1)*m/R - 1`` of it (``local_part``). Per step:
 - ortho step: the k×k Gram matrix is summed over replicas (``all_sum``);
 - gradient step: the m×d' affinity coordinates and the m×k outputs Y are
   gathered (``all_gather``); each replica builds its m/R rows of the global
-  batch's W (``affinity``: the other rows' neighbour thresholds and scales,
-  m numbers each, are gathered too) and its rows' part of the loss; the
+  batch's W (``affinity``: the other rows' neighbour thresholds, scales and
+  nearest-neighbour indices, O(m) numbers, are gathered too) and its rows'
+  part of the loss; the
   parts' gradients with respect to Y are summed (m×k), the tangent
   projection is applied to the sum on every replica, each replica
   back-propagates its own rows, and the Keras optimizer all-reduces (SUM)

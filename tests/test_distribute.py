@@ -129,8 +129,8 @@ def _tf_config(ports, index):
 def _env(**extra):
     # oneDNN off (TensorFlow's default on CPUs without AVX-512, such as this
     # project's): oneDNN rounds a replica's (m/R)×m distance product unlike
-    # the m×m one, so kNN edges at near-ties can differ (BENCHMARKS.md,
-    # "Data-parallel training"), which an elementwise comparison cannot allow.
+    # the m×m one, 400x more than Eigen does here (BENCHMARKS.md,
+    # "Data-parallel training"), beyond these elementwise tolerances.
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT, TF_ENABLE_ONEDNN_OPTS="0")
     env.pop("TF_CONFIG", None)
     env.update(extra)
