@@ -25,7 +25,6 @@ import datetime
 import json
 import os
 import shlex
-import socket
 import subprocess
 import sys
 
@@ -124,16 +123,6 @@ def _elements(key):
     return 1 if shape == "scalar" else int(np.prod([int(v) for v in shape.split("x")]))
 
 
-def _ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def _launch(flags, workers=1, env=None):
     """Run ``measure`` in fresh processes (one per worker); the chief's result."""
     argv = [sys.executable, os.path.abspath(__file__), "_measure", *flags]
@@ -142,12 +131,11 @@ def _launch(flags, workers=1, env=None):
     if workers == 1:
         procs = [subprocess.Popen(argv, env=base, stdout=subprocess.PIPE, text=True)]
     else:
-        ports = _ports(workers)
-        cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-        procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=dict(
-            base, TF_CONFIG=json.dumps({"cluster": cluster,
-                                        "task": {"type": "worker", "index": i}})))
-                 for i in range(workers)]
+        from spectralnet_tf.distribute import localhost_cluster
+
+        procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, text=True,
+                                  env=dict(base, TF_CONFIG=config))
+                 for config in localhost_cluster(workers)]
     outs = [p.communicate()[0] for p in procs]
     if any(p.returncode for p in procs):
         raise SystemExit(f"measure failed: {argv}")

@@ -33,6 +33,7 @@ import contextlib
 import json
 import os
 import re
+import socket
 
 import numpy as np
 import tensorflow as tf
@@ -236,6 +237,19 @@ def cluster_from_env():
     except (ValueError, AttributeError):
         raise ValueError(f"TF_CONFIG is not a JSON object, got TF_CONFIG={text!r}.") from None
     return cluster or None
+
+
+def localhost_cluster(n):
+    """``TF_CONFIG`` values for ``n`` worker processes on 127.0.0.1, worker i's
+    at index i, on ports free when called (for tests and benchmarks)."""
+    socks = [socket.socket() for _ in range(n)]
+    for sock in socks:
+        sock.bind(("127.0.0.1", 0))
+    workers = [f"127.0.0.1:{sock.getsockname()[1]}" for sock in socks]
+    for sock in socks:
+        sock.close()
+    return [json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}})
+            for i in range(n)]
 
 
 def describe(strategy):

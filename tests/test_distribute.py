@@ -22,7 +22,6 @@ the difference grows as between two single-device runs with oneDNN on and off
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -111,21 +110,6 @@ def test_peer_failure_names_the_worker_or_says_a_worker():
 
 
 # ------------------------------------------------------------ subprocesses
-def _ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
-def _tf_config(ports, index):
-    return json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
-                       "task": {"type": "worker", "index": index}})
-
-
 def _env(**extra):
     # oneDNN off (TensorFlow's default on CPUs without AVX-512, such as this
     # project's): oneDNN rounds a replica's (m/R)×m distance product unlike
@@ -139,11 +123,9 @@ def _env(**extra):
 
 def _workers(argv, n=2, cwds=None):
     """Start ``n`` processes of ``argv`` as the workers of one cluster on 127.0.0.1."""
-    ports = _ports(n)
-    return [subprocess.Popen(argv, env=_env(TF_CONFIG=_tf_config(ports, i)),
-                             cwd=cwds[i] if cwds else None, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-            for i in range(n)]
+    return [subprocess.Popen(argv, env=_env(TF_CONFIG=config), cwd=cwds[i] if cwds else None,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for i, config in enumerate(distribute.localhost_cluster(n))]
 
 
 def _finish(procs, timeout=300):
