@@ -44,7 +44,7 @@ from .networks import OUTPUT_ACTIVATIONS  # noqa: E402
 from .resources import pretrained_path  # noqa: E402
 from .spectral import DENSE_MAX_N, spectral_clustering  # noqa: E402
 from .streaming import Rows, is_lazy, map_batches  # noqa: E402
-from .train import GRADIENTS  # noqa: E402
+from .train import GRADIENTS, INITS  # noqa: E402
 
 PROG = "spectralnet"
 #: Largest exact reference graph (--grassmann): MNIST's is 70,000 x 684 = 48M edges.
@@ -139,6 +139,9 @@ def build_parser():
     hp.add_argument("--epochs", type=POSITIVE_INT, dest="max_epochs", help="maximum epochs")
     hp.add_argument("--steps-per-epoch", type=POSITIVE_INT)
     hp.add_argument("--gradient", choices=GRADIENTS)
+    hp.add_argument("--init", choices=INITS,
+                    help="how F_theta starts: fitted to exact eigenvectors of a 4,096-point "
+                         "subsample (spectral), or Glorot weights only (random, the paper's)")
     hp.add_argument("--output-activation", choices=OUTPUT_ACTIVATIONS,
                     help="activation of the size-k layer before Orthonorm (paper: tanh)")
     hp.add_argument("--siamese-epochs", type=POSITIVE_INT, dest="siamese_max_epochs",
@@ -199,7 +202,7 @@ def build_config(args):
         config["hidden_units"] = tuple(args.hidden)
     for key in ("affinity", "n_nbrs", "scale_nbr", "scale", "laplacian", "batch_size",
                 "ortho_batch_size", "learning_rate", "patience", "max_epochs",
-                "steps_per_epoch", "gradient", "output_activation", "siamese_max_epochs",
+                "steps_per_epoch", "gradient", "init", "output_activation", "siamese_max_epochs",
                 "siamese_n_nbrs", "label_weight", "labeled_share"):
         value = getattr(args, key)
         if value is not None:
@@ -394,6 +397,8 @@ def run(job, out, resume=False, write=True):
     if hasattr(net, "siamese_history_"):
         seconds["siamese"] = round(net.siamese_history_["seconds"], 3)
     seconds["spectral"] = round(net.history_["seconds"], 3)
+    if "init_seconds" in net.history_:  # --init spectral, before the epochs
+        seconds["warm_start"] = round(net.history_["init_seconds"], 3)
     results.update(acc=acc(y, net.labels_), nmi=nmi(y, net.labels_))
     if job.x_test is not None:
         t = time.perf_counter()

@@ -20,7 +20,7 @@ from .losses import LAPLACIANS
 from .networks import OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
 from .siamese import build_siamese, make_pairs, train_siamese
 from .streaming import is_lazy, map_batches
-from .train import GRADIENTS, train_spectralnet
+from .train import GRADIENTS, INITS, train_spectralnet
 
 #: Default minibatch size (paper: 1024 on MNIST); clipped for small data.
 DEFAULT_BATCH_SIZE = 1024
@@ -203,6 +203,14 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         Orthonorm weight constant (no gradient through the Cholesky).
         "projected" projects the gradient onto the constraint's tangent space;
         "plain" is Algorithm 1 as printed, whose outputs collapse (README).
+    init : {"random", "spectral"}, default="random"
+        How F_theta starts. "random": Glorot weights, as in the paper.
+        "spectral": then fitted by least squares to the exact eigenvectors of
+        the graph on a random subsample of 4,096 points (at least one
+        minibatch), so that Algorithm 1 starts near the minimum of its loss
+        rather than where it can stop on a saddle (``train.spectral_warm_start``;
+        README, issue 12). ``history_`` then holds "init_grassmann" and
+        "init_seconds".
     validation_fraction : float, default=0.1
         Fraction of X held out at random for the validation loss; at least
         one more point than the affinity's neighbours (small data only).
@@ -325,6 +333,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         max_epochs=100,
         steps_per_epoch=None,
         gradient="projected",
+        init="random",
         validation_fraction=0.1,
         label_weight=1.0,
         labeled_share=0.0,
@@ -358,6 +367,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self.max_epochs = max_epochs
         self.steps_per_epoch = steps_per_epoch
         self.gradient = gradient
+        self.init = init
         self.validation_fraction = validation_fraction
         self.label_weight = label_weight
         self.labeled_share = labeled_share
@@ -386,6 +396,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         _check_choice("scale", self.scale, SCALES)
         _check_choice("laplacian", self.laplacian, LAPLACIANS)
         _check_choice("gradient", self.gradient, GRADIENTS)
+        _check_choice("init", self.init, INITS)
         _check_choice("output_activation", self.output_activation, OUTPUT_ACTIVATIONS)
         if not (self.distribute is None or isinstance(self.distribute, tf.distribute.Strategy)):
             raise ValueError(
@@ -566,7 +577,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             labeled_share=self.labeled_share, label_weight=self.label_weight,
             checkpointer=checkpointers.get("spectral"),
             x_eval=Z if eigvecs is not None else None, eigvecs=eigvecs,
-            strategy=self._strategy(),
+            strategy=self._strategy(), init=self.init,
         )
         self.model_ = (spectral_model if self.encoder is None
                        else compose_embedder(self.encoder, spectral_model))

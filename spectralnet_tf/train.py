@@ -18,9 +18,20 @@ from .affinity import apply_labels
 from .losses import label_loss, spectral_loss
 from .metrics import grassmann
 from .orthonorm import gram, tangent_projection
+from .spectral import laplacian_matrix, smallest_eigenvectors
 from .streaming import map_batches
 
 GRADIENTS = ("projected", "plain")
+#: How F_theta starts: "spectral" (``spectral_warm_start``) or "random" (the
+#: paper's: Glorot weights only).
+INITS = ("spectral", "random")
+#: Points of the subsample whose exact eigenvectors start F_theta (at least
+#: one minibatch).
+WARM_START_POINTS = 4096
+#: Regression steps that fit F_theta to them.
+WARM_START_STEPS = 500
+#: RMS of the regression targets: inside tanh's range; Orthonorm undoes the scale.
+WARM_START_RMS = 0.25
 
 
 class PlateauSchedule:
@@ -53,10 +64,11 @@ class PlateauSchedule:
 
 
 def run_epochs(run_epoch, validation_loss, schedule, epochs, verbose=1, monitor=None,
-               name="training", checkpointer=None, objects=None):
+               name="training", checkpointer=None, objects=None, started=None):
     """The epoch loop shared by every training: one compiled ``run_epoch`` call,
     the validation loss, the learning-rate schedule, the history and a Keras
-    progress bar. ``monitor(epoch)`` may add values to the history.
+    progress bar. ``monitor(epoch)`` may add values to the history, and
+    ``started`` (name -> value) entries from before the first epoch.
 
     With a ``checkpointer``, ``objects`` (name -> trackable: the model's
     variables as a list, which includes non-trainable ones such as the
@@ -64,7 +76,8 @@ def run_epochs(run_epoch, validation_loss, schedule, epochs, verbose=1, monitor=
     previous checkpoint in its directory is resumed from: same weights,
     optimizer slots, learning rate and RNG stream.
     """
-    history, first_epoch, earlier_seconds = {"loss": [], "val_loss": [], "lr": []}, 0, 0.0
+    history = {"loss": [], "val_loss": [], "lr": [], **(started or {})}
+    first_epoch, earlier_seconds = 0, 0.0
     if checkpointer is not None:
         state = checkpointer.restore(objects)
         if state is not None:
@@ -101,6 +114,17 @@ def run_epochs(run_epoch, validation_loss, schedule, epochs, verbose=1, monitor=
             break
     history["seconds"] = earlier_seconds + time.perf_counter() - start
     return history
+
+
+def warm_up(optimizer, learning_rate, steps):
+    """Raise the rate linearly to ``learning_rate`` over the first ``steps``
+    updates (in a compiled loop, before each one). RMSprop's first updates
+    are about 3 learning rates per weight whatever the gradient (its
+    squared-gradient average starts at 0); from a warm start they undo the
+    start (issue 12: Grassmann distance 0.2 -> 1.2 in the first epoch)."""
+    done = tf.cast(optimizer.iterations, tf.float32)
+    if done < steps:
+        optimizer.learning_rate.assign(learning_rate * (done + 1.0) / steps)
 
 
 def sample_rows(generator, n, m, preferred=None, m_preferred=0):
@@ -177,6 +201,65 @@ def gradient_step(model, optimizer, x_batch, w, laplacian="unnormalized", gradie
     return distribute.all_sum(loss)
 
 
+def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnormalized",
+                        learning_rate=1e-3, seed=0, labels=None, strategy=None):
+    """Start F_theta near the minimum of the loss, not at a random point.
+
+    Algorithm 1 from random weights can stop on a saddle: one output direction
+    splits a cluster while two others stay merged, and the minibatch gradient
+    does not rotate it out before the schedule decays (issue 12). Here the k
+    smallest eigenvectors of the graph SpectralNet's minibatches sample
+    (``Affinity.for_full_data``), on a random subsample of
+    ``WARM_START_POINTS`` points (at least one minibatch), are computed
+    exactly (``spectral.smallest_eigenvectors``), and ``body`` (the input of
+    Orthonorm) is fitted to them by least squares in ``WARM_START_STEPS``
+    minibatch steps. Algorithm 1 then starts in the basin of the minimum.
+    Labeled pairs (``labels``, -1: unknown) override the subsample's affinity
+    as in training (``affinity.apply_labels``). Uses its own random streams,
+    seeded by ``seed``. Returns ``{"init_grassmann": ..., "init_seconds": ...}``:
+    the Grassmann distance between the fitted body and the eigenvectors on the
+    subsample (label-free: how well the net took the start).
+    """
+    start = time.perf_counter()
+    strategy = distribute.get(strategy)
+    n = len(x_train)
+    size = min(n, max(WARM_START_POINTS, batch_size))
+    rows = np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
+    x_sub = tf.constant(x_train[rows])
+    graph = affinity.for_full_data(size, batch_size)
+    w = graph.kernel_matrix(tf.constant(affinity.embed_all(x_train[rows])))
+    if labels is not None and (labels[rows] >= 0).any():
+        w = apply_labels(w, tf.constant(labels[rows]))
+    k = body.outputs[0].shape[-1]
+    # float64: near-degenerate small eigenvalues must not drown in float32 rounding.
+    _, vecs = smallest_eigenvectors(laplacian_matrix(w.numpy().astype(np.float64), laplacian), k)
+    target = tf.constant(WARM_START_RMS * np.sqrt(size) * vecs, tf.float32)
+    m = min(batch_size, size)
+    generator = tf.random.Generator.from_seed(seed)
+    with strategy.scope():
+        optimizer = keras.optimizers.RMSprop(learning_rate)
+        optimizer.build(body.trainable_variables)
+
+    def fit_step(batch):
+        local = distribute.local_part(batch)
+        with tf.GradientTape() as tape:
+            out = tf.cast(body(tf.gather(x_sub, local), training=True), tf.float32)
+            error = tf.reduce_mean(tf.square(out - tf.gather(target, local)))
+            loss = distribute.replica_share(error, tf.shape(batch)[0])
+        grads = tape.gradient(loss, body.trainable_variables)
+        optimizer.apply_gradients(zip(grads, body.trainable_variables))  # summed over replicas
+
+    @tf.function
+    def fit():
+        for _ in tf.range(WARM_START_STEPS):
+            distribute.run(strategy, fit_step, sample_rows(generator, size, m))
+
+    fit()
+    fitted = distribute.map_rows(body, x_train[rows], strategy)
+    return {"init_grassmann": grassmann(fitted, vecs),
+            "init_seconds": time.perf_counter() - start}
+
+
 def train_spectralnet(
     model,
     body,
@@ -203,9 +286,13 @@ def train_spectralnet(
     eigvecs=None,
     checkpointer=None,
     strategy=None,
+    init="random",
 ):
     """Algorithm 1: train F_theta (``model``) with alternating ortho and
     gradient steps, then set the Orthonorm kernel on the whole training set.
+    With ``init="spectral"`` the net is first fitted to exact eigenvectors on
+    a subsample (``spectral_warm_start``; not repeated when a checkpoint is
+    resumed).
 
     ``body`` maps x to the input of the Orthonorm layer (``model.layers[-1]``).
     ``gradient="projected"`` projects the loss gradient with respect to Y onto
@@ -270,6 +357,8 @@ def train_spectralnet(
     def run_epoch(steps):
         total = tf.constant(0.0)
         for _ in tf.range(steps):
+            if init == "spectral":  # decided at trace time
+                warm_up(optimizer, learning_rate, steps_per_epoch)
             # Fresh minibatches, drawn once for all replicas.
             distribute.run(strategy, ortho_step, sample_rows(generator, n, ortho_batch_size))
             rows = sample_rows(generator, n, batch_size, labeled_rows, m_labeled)
@@ -288,11 +377,19 @@ def train_spectralnet(
             extra["grassmann"] = grassmann(map_batches(model, x_eval), eigvecs)
         return extra
 
+    started = {}
+    if init == "spectral" and (checkpointer is None or checkpointer.latest() is None):
+        started = spectral_warm_start(
+            body, affinity, x_train, batch_size=batch_size, laplacian=laplacian,
+            learning_rate=learning_rate, seed=seed, labels=y_train if semi_supervised else None,
+            strategy=strategy)
+        if eigvecs is not None:  # where Algorithm 1 starts, against the true eigenvectors
+            started["start_grassmann"] = grassmann(map_batches(model, x_eval), eigvecs)
     steps = tf.constant(steps_per_epoch)
     history = run_epochs(functools.partial(run_epoch, steps), validation_loss, schedule, epochs,
                          verbose, monitor, name="SpectralNet", checkpointer=checkpointer,
                          objects={"model": list(model.variables), "optimizer": optimizer,
-                                  "generator": generator})
+                                  "generator": generator}, started=started)
     # Final orthogonalization on all training points, so (1/n) Y^T Y = I holds
     # on the training set rather than on one minibatch.
     orthonorm.orthogonalize(distribute.map_rows(body, x_train, strategy))

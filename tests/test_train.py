@@ -1,4 +1,5 @@
 import keras
+import pytest
 import numpy as np
 import tensorflow as tf
 
@@ -37,3 +38,53 @@ def test_sample_rows_oversamples_the_preferred_rows_exactly():
     np.testing.assert_array_equal(
         sample_rows(tf.random.Generator.from_seed(0), 100, 40, preferred, 0).numpy(),
         sample_rows(tf.random.Generator.from_seed(0), 100, 40).numpy())
+
+
+def _blobs(n=1200, k=3, seed=0):
+    centers = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])[:k]
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, k, n)
+    return (centers[labels] + rng.normal(size=(n, 2))).astype(np.float32), labels
+
+
+def test_spectral_warm_start_fits_the_body_to_the_subsample_eigenvectors():
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.metrics import grassmann
+    from spectralnet_tf.networks import build_spectralnet
+    from spectralnet_tf.spectral import laplacian_matrix, smallest_eigenvectors
+    from spectralnet_tf.train import spectral_warm_start
+
+    x, _ = _blobs()
+    aff = GaussianKNNAffinity(n_nbrs=10, scale_nbr=3).fit(x, batch_size=256)
+    model, body = build_spectralnet(2, 3, (64, 64), seed=0, output_activation="tanh")
+    before = body.predict(x, verbose=0)
+    got = spectral_warm_start(body, aff, x, batch_size=256, seed=0)
+    after = body.predict(x, verbose=0)
+    # The same subsample and graph, independently: all 1200 points (fewer
+    # than WARM_START_POINTS), ranks scaled by 1200/256.
+    w = aff.for_full_data(len(x), 256)(x).numpy()
+    _, vecs = smallest_eigenvectors(laplacian_matrix(w), 3)
+    assert grassmann(before, vecs) > 0.3  # random weights: far from the eigenvectors
+    assert got["init_grassmann"] == pytest.approx(grassmann(after, vecs), abs=1e-4)
+    # On a saddle one output direction is orthogonal to the eigenvectors
+    # (distance >= 1); the start must be a tenth of that at most.
+    assert got["init_grassmann"] < 0.1
+    assert got["init_seconds"] > 0
+
+
+def test_spectral_init_starts_near_the_minimum_and_is_recorded():
+    from spectralnet_tf import SpectralNet, acc
+
+    x, y = _blobs()
+    # A local scale: with the global one (the median 3rd-neighbour distance)
+    # a few outliers hang on by affinities of ~1e-9, and the graph's smallest
+    # eigenvectors pick them out instead of the blobs.
+    kw = dict(hidden_units=(64, 64), scale="local", max_epochs=1, steps_per_epoch=1,
+              random_state=0)
+    warm = SpectralNet(3, init="spectral", **kw).fit(x)
+    cold = SpectralNet(3, **kw).fit(x)
+    assert warm.history_["init_grassmann"] < 0.1
+    assert "init_grassmann" not in cold.history_
+    # One iteration of Algorithm 1: the warm start already clusters.
+    assert acc(y, warm.labels_) >= 0.99
+    assert warm.history_["val_loss"][0] < 0.5 * cold.history_["val_loss"][0]

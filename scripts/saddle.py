@@ -1,0 +1,177 @@
+#!/usr/bin/env python
+"""Where Algorithm 1 stops on a saddle, and the warm start (issue 12): benchmarks, not tests.
+
+    python scripts/saddle.py retrain RUN_DIR --init spectral   # the spectral phase again
+    python scripts/saddle.py retrain RUN_DIR --init random
+    python scripts/saddle.py table RECORD.json [RECORD.json ...]
+
+``retrain`` takes a finished ``run.py`` run (its ``args.json`` and checkpoints)
+and trains its spectral phase again on the same codes and the same trained
+Siamese net (restored from the run's checkpoint, not retrained), with
+``--init``. Before that it restores the run's own net and computes the exact
+eigenvectors of the graph the minibatches sample (``Affinity.for_full_data``,
+as ``run.py --grassmann``), so the record holds, per epoch, the Grassmann
+distance to them. For the run's net, the retrained one and the eigenvectors
+it also records the expected minibatch loss: the SpectralNet loss on the same
+100 random minibatches of training codes, each output orthonormalized on its
+minibatch (the objective Algorithm 1 minimizes; label-free). Labels only
+score the results (ACC, NMI, which digits share a cluster). One JSON record
+per call in ``benchmarks/results/`` (command, commit, date, machine, matmul
+rate, numeric variant).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+#: Minibatches over which the expected minibatch loss is averaged.
+LOSS_BATCHES = 100
+
+
+def restore(run_dir, phases, work, **params):
+    """The run's estimator, fitted from copies of its checkpoints of
+    ``phases`` (the others train anew), with the run's data and codes."""
+    from spectralnet_tf import SpectralNet
+    from spectralnet_tf.autoencoder import load_encoder
+    from spectralnet_tf.cli import build_config, default_ae, parse_args
+    from spectralnet_tf.datasets import load_dataset
+
+    with open(os.path.join(run_dir, "args.json")) as f:
+        args = parse_args(json.load(f))
+    x, y, k = load_dataset(args.dset, seed=args.seed, data_dir=args.data_dir)
+    config = {**build_config(args), **params}
+    encoder = load_encoder(args.ae_weights or default_ae(args))
+    ckpt = os.path.join(work, "checkpoints")
+    for phase in phases:
+        shutil.copytree(os.path.join(run_dir, "checkpoints", phase), os.path.join(ckpt, phase))
+    net = SpectralNet(k, random_state=args.seed, encoder=encoder, checkpoint_dir=ckpt, **config)
+    return net, args, x, y
+
+
+def minibatch_losses(affinity, z, embeddings, batch_size, seed=0):
+    """name -> mean and standard error of the loss over LOSS_BATCHES random
+    minibatches, each embedding orthonormalized on each minibatch."""
+    import numpy as np
+    import tensorflow as tf
+
+    from spectralnet_tf.losses import spectral_loss
+
+    rng = np.random.default_rng(seed)
+    losses = {name: [] for name in embeddings}
+    for _ in range(LOSS_BATCHES):
+        rows = rng.choice(len(z), batch_size, replace=False)
+        w = affinity.kernel_matrix(tf.constant(affinity.embed_all(z[rows])))
+        for name, emb in embeddings.items():
+            q = np.linalg.qr(emb[rows].astype(np.float64))[0] * np.sqrt(batch_size)
+            losses[name].append(float(spectral_loss(w, tf.constant(q, tf.float32))))
+    return {name: {"mean": float(np.mean(v)), "sem": float(np.std(v) / np.sqrt(len(v)))}
+            for name, v in losses.items()}
+
+
+def cmd_retrain(args):
+    import numpy as np
+    from sklearn.metrics import confusion_matrix
+
+    from bench import matmul_rate
+    from distributed import save_record
+    from spectralnet_tf.metrics import acc, grassmann, nmi
+    from spectralnet_tf.spectral import spectral_clustering
+    from spectralnet_tf.streaming import map_batches
+
+    rate = matmul_rate() / 1e9
+    with tempfile.TemporaryDirectory() as work:
+        before, run_args, x, y = restore(args.run, ["siamese", "spectral"], os.path.join(work, "a"))
+        before.fit(x, resume=True)  # both phases restored: nothing trains
+        z = map_batches(before.encoder, x)
+        batch = before.batch_size
+        if batch is None:
+            sys.exit(f"saddle.py: {args.run} ran without a batch size; its graph is unknown here.")
+        full = before.affinity_.for_full_data(len(z), batch)
+        t = time.perf_counter()
+        exact, eigvecs = spectral_clustering(z, before.n_clusters, full, before.laplacian,
+                                             neighbors="exact", random_state=run_args.seed)
+        reference_seconds = time.perf_counter() - t
+        after, *_ = restore(args.run, ["siamese"], os.path.join(work, "b"), init=args.init)
+        t = time.perf_counter()
+        after.fit(x, eigvecs=eigvecs, resume=True)  # the Siamese net restored, not retrained
+        seconds = time.perf_counter() - t
+        losses = minibatch_losses(before.affinity_, z, {
+            "run": before.embedding_, "retrained": after.embedding_, "eigenvectors": eigvecs},
+            batch)
+
+    def scores(labels, embedding=None):
+        out = {"acc": acc(y, labels), "nmi": nmi(y, labels),
+               "confusion": confusion_matrix(y, labels).tolist()}
+        if embedding is not None:
+            out["grassmann"] = grassmann(embedding, eigvecs)
+        return out
+
+    history = {key: value for key, value in after.history_.items()}
+    save_record(f"retrain-{args.tag}", {
+        "kind": "retrain", "run": os.path.abspath(args.run), "init": args.init,
+        "numerics": {key: os.environ.get(key) for key in (
+            "TF_ENABLE_ONEDNN_OPTS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")},
+        "matmul_gflops": round(rate, 1), "reference_seconds": round(reference_seconds, 1),
+        "seconds": round(seconds, 1), "exact": scores(exact),
+        "run_net": scores(before.labels_, before.embedding_),
+        "retrained": scores(after.labels_, after.embedding_),
+        "minibatch_loss": losses, "history": history}, issue="issue12")
+    print(json.dumps({"run": scores(before.labels_, before.embedding_)["acc"],
+                      "retrained": scores(after.labels_, after.embedding_)["acc"],
+                      "losses": losses}))
+
+
+def cmd_table(args):
+    rows = ["| record | init | numerics | ACC | NMI | Grassmann | start Grassmann | epochs | "
+            "expected minibatch loss | minutes (× matmul rate) |",
+            "|" + " --- |" * 10]
+    for path in args.records:
+        with open(path) as f:
+            r = json.load(f)
+        h, loss = r["history"], r["minibatch_loss"]
+        variant = ", ".join(f"{k.replace('TF_', '')}={v}" for k, v in r["numerics"].items()
+                            if v is not None) or "defaults"
+        for name, net in (("the run's net", r["run_net"]), ("retrained", r["retrained"])):
+            key = "run" if name == "the run's net" else "retrained"
+            is_new = key == "retrained"
+            rows.append(
+                f"| {os.path.basename(path)} ({name}) | {r['init'] if is_new else '—'} | {variant} "
+                f"| {net['acc']:.4f} | {net['nmi']:.4f} | {net['grassmann']:.4f} "
+                f"| {h.get('start_grassmann', float('nan')) if is_new else float('nan'):.3f} "
+                f"| {len(h['loss']) if is_new else '—'} "
+                f"| {loss[key]['mean']:.4f} ± {loss[key]['sem']:.4f} "
+                f"| {r['seconds'] / 60 if is_new else float('nan'):.1f} "
+                f"({r['seconds'] * r['matmul_gflops'] / 1e3 if is_new else float('nan'):.0f} TFLOP-equiv.) |")
+        rows.append(f"| {os.path.basename(path)} (eigenvectors) | — | — | {r['exact']['acc']:.4f} "
+                    f"| {r['exact']['nmi']:.4f} | 0 | — | — | {loss['eigenvectors']['mean']:.4f} ± "
+                    f"{loss['eigenvectors']['sem']:.4f} | — |")
+    print("\n".join(rows))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    q = sub.add_parser("retrain", help="train a finished run's spectral phase again")
+    q.add_argument("run", help="a finished run.py run directory (args.json, checkpoints/)")
+    q.add_argument("--init", choices=("spectral", "random"), required=True)
+    q.add_argument("--tag", help="record name (default: the run directory's name and --init)")
+    q = sub.add_parser("table", help="the Markdown table of records")
+    q.add_argument("records", nargs="+")
+    args = p.parse_args(argv)
+    if args.command == "retrain":
+        args.tag = args.tag or f"{os.path.basename(os.path.normpath(args.run))}-{args.init}"
+        cmd_retrain(args)
+    else:
+        cmd_table(args)
+
+
+if __name__ == "__main__":
+    main()
