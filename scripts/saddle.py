@@ -3,6 +3,7 @@
 
     python scripts/saddle.py retrain RUN_DIR --init spectral   # the spectral phase again
     python scripts/saddle.py retrain RUN_DIR --init random
+    python scripts/saddle.py subset --seeds 0 1 2 3 4   # 4,000 digits: seeds x oneDNN off/on x init
     python scripts/saddle.py table RECORD.json [RECORD.json ...]
 
 ``retrain`` takes a finished ``run.py`` run (its ``args.json`` and checkpoints)
@@ -86,7 +87,7 @@ def cmd_retrain(args):
     from spectralnet_tf.spectral import spectral_clustering
     from spectralnet_tf.streaming import map_batches
 
-    rate = matmul_rate() / 1e9
+    rate = matmul_rate()  # GFLOP/s
     with tempfile.TemporaryDirectory() as work:
         before, run_args, x, y = restore(args.run, ["siamese", "spectral"], os.path.join(work, "a"))
         before.fit(x, resume=True)  # both phases restored: nothing trains
@@ -129,6 +130,34 @@ def cmd_retrain(args):
                       "losses": losses}))
 
 
+def cmd_subset(args):
+    """``tests/mnist_variant.py`` (the regression test's run) per seed, init
+    and oneDNN setting, two one-thread processes at a time."""
+    import subprocess
+
+    from distributed import save_record
+
+    helper = os.path.join(os.path.dirname(HERE), "tests", "mnist_variant.py")
+    trials = []
+    for seed in args.seeds:
+        for init in args.inits:
+            procs = []
+            for onednn in ("0", "1"):
+                env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": onednn, "TF_NUM_INTRAOP_THREADS": "1",
+                       "TF_NUM_INTEROP_THREADS": "1", "OMP_NUM_THREADS": "1"}
+                procs.append(subprocess.Popen(
+                    [sys.executable, helper, str(args.n), "--init", init, "--seed", str(seed)],
+                    env=env, stdout=subprocess.PIPE, text=True))
+            for proc in procs:
+                out, _ = proc.communicate()
+                if proc.returncode:
+                    sys.exit(f"saddle.py: mnist_variant.py failed (seed {seed}, init {init})")
+                trials.append({"seed": seed, **json.loads(out.strip().splitlines()[-1])})
+                print(json.dumps(trials[-1]), flush=True)
+    save_record(f"subset-n{args.n}", {"kind": "subset", "n": args.n, "trials": trials},
+                issue="issue12")
+
+
 def cmd_table(args):
     rows = ["| record | init | numerics | ACC | NMI | Grassmann | start Grassmann | epochs | "
             "expected minibatch loss | minutes (× matmul rate) |",
@@ -163,12 +192,18 @@ def main(argv=None):
     q.add_argument("run", help="a finished run.py run directory (args.json, checkpoints/)")
     q.add_argument("--init", choices=("spectral", "random"), required=True)
     q.add_argument("--tag", help="record name (default: the run directory's name and --init)")
+    q = sub.add_parser("subset", help="the regression test's MNIST subset over seeds")
+    q.add_argument("--n", type=int, default=4000)
+    q.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    q.add_argument("--inits", nargs="+", default=["spectral", "random"])
     q = sub.add_parser("table", help="the Markdown table of records")
     q.add_argument("records", nargs="+")
     args = p.parse_args(argv)
     if args.command == "retrain":
         args.tag = args.tag or f"{os.path.basename(os.path.normpath(args.run))}-{args.init}"
         cmd_retrain(args)
+    elif args.command == "subset":
+        cmd_subset(args)
     else:
         cmd_table(args)
 

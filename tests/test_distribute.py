@@ -135,7 +135,7 @@ def _finish(procs, timeout=300):
     return outs
 
 
-VARIANTS = ["knn", "labels", "normalized-local", "full", "siamese"]
+VARIANTS = ["knn", "labels", "normalized-local", "full", "spectral-init", "siamese"]
 
 
 def _fit(out, *flags):
@@ -170,7 +170,9 @@ def two_devices(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", VARIANTS[:-1])
 def test_two_logical_cpus_equal_single_device_training(variant, single_device, two_devices):
-    """kNN; with labels; normalized Laplacian and local scales; all pairs with labels."""
+    """kNN; with labels; normalized Laplacian and local scales; all pairs with labels;
+    the spectral warm start (with labels), whose learning-rate ramp is assigned
+    in the compiled loop."""
     _assert_same_training(single_device[variant], two_devices[variant])
 
 
