@@ -4,6 +4,7 @@
     python scripts/saddle.py retrain RUN_DIR --init spectral   # the spectral phase again
     python scripts/saddle.py retrain RUN_DIR --init random
     python scripts/saddle.py subset --seeds 0 1 2 3 4   # 4,000 digits: seeds x oneDNN off/on x init
+    python scripts/saddle.py mnist --seed 1             # the main job (run.py --grassmann), timed
     python scripts/saddle.py table RECORD.json [RECORD.json ...]
 
 ``retrain`` takes a finished ``run.py`` run (its ``args.json`` and checkpoints)
@@ -158,31 +159,70 @@ def cmd_subset(args):
                 issue="issue12")
 
 
+def cmd_mnist(args):
+    """``run.py --dset mnist --seed S --grassmann`` in this process, with the
+    matmul rate measured first; the record holds run.py's results."""
+    from bench import matmul_rate
+    from distributed import save_record
+    from spectralnet_tf.cli import run_command
+
+    rate = matmul_rate()  # GFLOP/s
+    with tempfile.TemporaryDirectory() as work:
+        results = run_command(["--dset", "mnist", "--seed", str(args.seed), "--grassmann",
+                               "--quiet", "--no-plots", "--out", os.path.join(work, "run"),
+                               *args.extra])
+    save_record(f"mnist-seed{args.seed}", {"kind": "mnist", "matmul_gflops": round(rate, 1),
+                                           "results": results}, issue="issue12")
+
+
 def cmd_table(args):
-    rows = ["| record | init | numerics | ACC | NMI | Grassmann | start Grassmann | epochs | "
-            "expected minibatch loss | minutes (× matmul rate) |",
-            "|" + " --- |" * 10]
+    """Markdown: a retrain record's three rows, or a subset record's summary."""
+    import numpy as np
+
     for path in args.records:
         with open(path) as f:
             r = json.load(f)
+        print(f"`{r['command']}`, commit {r['commit']}, {r['date']}, {r['machine']}\n")
+        if r["kind"] == "subset":
+            print("| init | oneDNN | seeds | ACC min / median / max | exact SC ACC (same graph) "
+                  "| Grassmann min / median / max | on a saddle (Grassmann >= 0.5) |")
+            print("|" + " --- |" * 7)
+            for init in dict.fromkeys(t["init"] for t in r["trials"]):
+                for onednn in ("0", "1"):
+                    ts = [t for t in r["trials"] if t["init"] == init and t["onednn"] == onednn]
+                    a, e, g = (np.array([t[key] for t in ts]) for key in ("acc", "exact_acc",
+                                                                          "grassmann"))
+                    print(f"| {init} | {'off' if onednn == '0' else 'on'} | "
+                          f"{', '.join(str(t['seed']) for t in ts)} "
+                          f"| {a.min():.4f} / {np.median(a):.4f} / {a.max():.4f} "
+                          f"| {e.min():.4f}–{e.max():.4f} "
+                          f"| {g.min():.3f} / {np.median(g):.3f} / {g.max():.3f} "
+                          f"| {int((g >= 0.5).sum())} of {len(ts)} |")
+            continue
         h, loss = r["history"], r["minibatch_loss"]
-        variant = ", ".join(f"{k.replace('TF_', '')}={v}" for k, v in r["numerics"].items()
-                            if v is not None) or "defaults"
-        for name, net in (("the run's net", r["run_net"]), ("retrained", r["retrained"])):
-            key = "run" if name == "the run's net" else "retrained"
-            is_new = key == "retrained"
-            rows.append(
-                f"| {os.path.basename(path)} ({name}) | {r['init'] if is_new else '—'} | {variant} "
-                f"| {net['acc']:.4f} | {net['nmi']:.4f} | {net['grassmann']:.4f} "
-                f"| {h.get('start_grassmann', float('nan')) if is_new else float('nan'):.3f} "
-                f"| {len(h['loss']) if is_new else '—'} "
-                f"| {loss[key]['mean']:.4f} ± {loss[key]['sem']:.4f} "
-                f"| {r['seconds'] / 60 if is_new else float('nan'):.1f} "
-                f"({r['seconds'] * r['matmul_gflops'] / 1e3 if is_new else float('nan'):.0f} TFLOP-equiv.) |")
-        rows.append(f"| {os.path.basename(path)} (eigenvectors) | — | — | {r['exact']['acc']:.4f} "
-                    f"| {r['exact']['nmi']:.4f} | 0 | — | — | {loss['eigenvectors']['mean']:.4f} ± "
-                    f"{loss['eigenvectors']['sem']:.4f} | — |")
-    print("\n".join(rows))
+        variant = ", ".join(f"{k}={v}" for k, v in r["numerics"].items() if v is not None)
+        print(f"Numerics: {variant or 'defaults'}; matmul {r['matmul_gflops']} GFLOP/s.\n")
+        print("| net | ACC | NMI | Grassmann | expected minibatch loss | epochs | minutes |")
+        print("|" + " --- |" * 7)
+        minutes = r["seconds"] / 60
+        rate = r["matmul_gflops"]
+        cost = f" ({r['seconds'] * rate / 1e3:.0f} TFLOP-equiv.)" if rate else ""
+        for name, net, key in (("the run's (random init)", r["run_net"], "run"),
+                               (f"retrained, init={r['init']}", r["retrained"], "retrained")):
+            new = key == "retrained"
+            print(f"| {name} | {net['acc']:.4f} | {net['nmi']:.4f} | {net['grassmann']:.4f} "
+                  f"| {loss[key]['mean']:.4f} ± {loss[key]['sem']:.4f} "
+                  f"| {len(h['loss']) if new else '—'} "
+                  f"| {f'{minutes:.1f}{cost}' if new else '—'} |")
+        print(f"| exact eigenvectors | {r['exact']['acc']:.4f} | {r['exact']['nmi']:.4f} | 0 "
+              f"| {loss['eigenvectors']['mean']:.4f} ± {loss['eigenvectors']['sem']:.4f} | — | — |")
+        if "start_grassmann" in h:
+            print(f"\nWarm start: {h['init_seconds']:.0f} s; Grassmann distance "
+                  f"{h['init_grassmann']:.3f} on its subsample, {h['start_grassmann']:.3f} on all "
+                  f"points; per epoch: "
+                  + ", ".join(f"{g:.3f}" for g in h["grassmann"][:10]) + ", …, "
+                  + f"{h['grassmann'][-1]:.4f}.")
+        print()
 
 
 def main(argv=None):
@@ -196,6 +236,9 @@ def main(argv=None):
     q.add_argument("--n", type=int, default=4000)
     q.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     q.add_argument("--inits", nargs="+", default=["spectral", "random"])
+    q = sub.add_parser("mnist", help="the main job, timed against the matmul rate")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("extra", nargs="*", help="more run.py arguments, after --")
     q = sub.add_parser("table", help="the Markdown table of records")
     q.add_argument("records", nargs="+")
     args = p.parse_args(argv)
@@ -204,6 +247,8 @@ def main(argv=None):
         cmd_retrain(args)
     elif args.command == "subset":
         cmd_subset(args)
+    elif args.command == "mnist":
+        cmd_mnist(args)
     else:
         cmd_table(args)
 
