@@ -58,7 +58,7 @@ def restore(run_dir, phases, work, **params):
     return net, args, x, y
 
 
-def minibatch_losses(affinity, z, embeddings, batch_size, seed=0):
+def minibatch_losses(affinity, z, embeddings, batch_size, laplacian, seed=0):
     """name -> mean and standard error of the loss over LOSS_BATCHES random
     minibatches, each embedding orthonormalized on each minibatch."""
     import numpy as np
@@ -73,7 +73,7 @@ def minibatch_losses(affinity, z, embeddings, batch_size, seed=0):
         w = affinity.kernel_matrix(tf.constant(affinity.embed_all(z[rows])))
         for name, emb in embeddings.items():
             q = np.linalg.qr(emb[rows].astype(np.float64))[0] * np.sqrt(batch_size)
-            losses[name].append(float(spectral_loss(w, tf.constant(q, tf.float32))))
+            losses[name].append(float(spectral_loss(w, tf.constant(q, tf.float32), laplacian)))
     return {name: {"mean": float(np.mean(v)), "sem": float(np.std(v) / np.sqrt(len(v)))}
             for name, v in losses.items()}
 
@@ -107,7 +107,7 @@ def cmd_retrain(args):
         seconds = time.perf_counter() - t
         losses = minibatch_losses(before.affinity_, z, {
             "run": before.embedding_, "retrained": after.embedding_, "eigenvectors": eigvecs},
-            batch)
+            batch, before.laplacian)
 
     def scores(labels, embedding=None):
         out = {"acc": acc(y, labels), "nmi": nmi(y, labels),
@@ -116,7 +116,7 @@ def cmd_retrain(args):
             out["grassmann"] = grassmann(embedding, eigvecs)
         return out
 
-    history = {key: value for key, value in after.history_.items()}
+    history = after.history_
     save_record(f"retrain-{args.tag}", {
         "kind": "retrain", "run": os.path.abspath(args.run), "init": args.init,
         "numerics": {key: os.environ.get(key) for key in (
@@ -226,16 +226,18 @@ def cmd_table(args):
 
 
 def main(argv=None):
+    from spectralnet_tf.train import INITS
+
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     q = sub.add_parser("retrain", help="train a finished run's spectral phase again")
     q.add_argument("run", help="a finished run.py run directory (args.json, checkpoints/)")
-    q.add_argument("--init", choices=("spectral", "random"), required=True)
+    q.add_argument("--init", choices=INITS, required=True)
     q.add_argument("--tag", help="record name (default: the run directory's name and --init)")
     q = sub.add_parser("subset", help="the regression test's MNIST subset over seeds")
     q.add_argument("--n", type=int, default=4000)
     q.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    q.add_argument("--inits", nargs="+", default=["spectral", "random"])
+    q.add_argument("--inits", nargs="+", choices=INITS, default=["spectral", "random"])
     q = sub.add_parser("mnist", help="the main job, timed against the matmul rate")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("extra", nargs="*", help="more run.py arguments, after --")

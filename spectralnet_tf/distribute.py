@@ -164,6 +164,17 @@ def all_sum(x):
     return ctx.all_reduce(tf.distribute.ReduceOp.SUM, x)
 
 
+def from_first(x):
+    """The first replica's ``x`` on every replica (a broadcast, as an
+    all-reduce): for values each worker computes on its own, such as
+    eigenvectors, whose signs and basis may differ between machines."""
+    ctx = _replica()
+    if ctx is None:
+        return x
+    first = tf.cast(tf.equal(ctx.replica_id_in_sync_group, 0), x.dtype)
+    return all_sum(first * x)
+
+
 def all_gather(x):
     """The replicas' ``x`` stacked along rows in replica order (all-gather):
     the inverse of ``local_part``."""

@@ -206,8 +206,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     init : {"random", "spectral"}, default="random"
         How F_theta starts. "random": Glorot weights, as in the paper.
         "spectral": then fitted by least squares to the exact eigenvectors of
-        the graph on a random subsample of 4,096 points (at least one
-        minibatch), so that Algorithm 1 starts near the minimum of its loss
+        the graph on a random subsample of 4,096 training points (at least
+        one minibatch; all of them if there are fewer), so that Algorithm 1 starts near the minimum of its loss
         rather than where it can stop on a saddle (``train.spectral_warm_start``;
         README, issue 12). ``history_`` then holds "init_grassmann" and
         "init_seconds".
@@ -291,7 +291,10 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         The fitted affinity (with its scale).
     history_ : dict
         Per epoch: "iteration", "loss", "val_loss", "lr" (and "grassmann" when
-        ``fit`` got ``eigvecs``); "seconds" of training.
+        ``fit`` got ``eigvecs``); "seconds" of training. With
+        ``init="spectral"`` also "init_grassmann" (the fitted start against
+        its subsample's eigenvectors), "init_seconds" and, with ``eigvecs``,
+        "start_grassmann".
     siamese_ : keras.Model
         The Siamese net (only with ``affinity_embedding="siamese"``), and
         ``siamese_history_`` its training history.

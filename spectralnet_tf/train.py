@@ -24,12 +24,14 @@ from .streaming import map_batches
 GRADIENTS = ("projected", "plain")
 #: How F_theta starts: "spectral" (``spectral_warm_start``) or "random" (the
 #: paper's: Glorot weights only).
-INITS = ("spectral", "random")
+INITS = ("random", "spectral")
 #: Points of the subsample whose exact eigenvectors start F_theta (at least
 #: one minibatch).
 WARM_START_POINTS = 4096
-#: Regression steps that fit F_theta to them.
+#: Regression steps that fit F_theta to them, and their RMSprop rate (its
+#: own: Algorithm 1's may be far smaller, e.g. 5e-5 on Reuters).
 WARM_START_STEPS = 500
+WARM_START_LR = 1e-3
 #: RMS of the regression targets: inside tanh's range; Orthonorm undoes the scale.
 WARM_START_RMS = 0.25
 
@@ -121,7 +123,8 @@ def warm_up(optimizer, learning_rate, steps):
     updates (in a compiled loop, before each one). RMSprop's first updates
     are about 3 learning rates per weight whatever the gradient (its
     squared-gradient average starts at 0); from a warm start they undo the
-    start (issue 12: Grassmann distance 0.2 -> 1.2 in the first epoch)."""
+    start (issue 12, MNIST: a start fitted to 0.22 of its subsample's
+    eigenvectors was at 1.22 from all points' after the first epoch)."""
     done = tf.cast(optimizer.iterations, tf.float32)
     if done < steps:
         optimizer.learning_rate.assign(learning_rate * (done + 1.0) / steps)
@@ -202,7 +205,7 @@ def gradient_step(model, optimizer, x_batch, w, laplacian="unnormalized", gradie
 
 
 def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnormalized",
-                        learning_rate=1e-3, seed=0, labels=None, strategy=None):
+                        seed=0, labels=None, strategy=None):
     """Start F_theta near the minimum of the loss, not at a random point.
 
     Algorithm 1 from random weights can stop on a saddle: one output direction
@@ -210,10 +213,12 @@ def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnor
     does not rotate it out before the schedule decays (issue 12). Here the k
     smallest eigenvectors of the graph SpectralNet's minibatches sample
     (``Affinity.for_full_data``), on a random subsample of
-    ``WARM_START_POINTS`` points (at least one minibatch), are computed
-    exactly (``spectral.smallest_eigenvectors``), and ``body`` (the input of
-    Orthonorm) is fitted to them by least squares in ``WARM_START_STEPS``
-    minibatch steps. Algorithm 1 then starts in the basin of the minimum.
+    ``WARM_START_POINTS`` points (at least one minibatch; all of them if
+    there are fewer), are computed exactly (``spectral.smallest_eigenvectors``;
+    under a strategy, the first replica's are used everywhere), and ``body``
+    (the input of Orthonorm) is fitted to them by least squares in
+    ``WARM_START_STEPS`` minibatch steps. Algorithm 1 then starts in the basin
+    of the minimum.
     Labeled pairs (``labels``, -1: unknown) override the subsample's affinity
     as in training (``affinity.apply_labels``). Uses its own random streams,
     seeded by ``seed``. Returns ``{"init_grassmann": ..., "init_seconds": ...}``:
@@ -233,11 +238,12 @@ def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnor
     k = body.outputs[0].shape[-1]
     # float64: near-degenerate small eigenvalues must not drown in float32 rounding.
     _, vecs = smallest_eigenvectors(laplacian_matrix(w.numpy().astype(np.float64), laplacian), k)
-    target = tf.constant(WARM_START_RMS * np.sqrt(size) * vecs, tf.float32)
-    m = min(batch_size, size)
+    target = distribute.run(strategy, distribute.from_first,
+                            tf.constant(WARM_START_RMS * np.sqrt(size) * vecs, tf.float32))
+    m = min(batch_size, size)  # a direct call may pass a batch larger than x_train
     generator = tf.random.Generator.from_seed(seed)
     with strategy.scope():
-        optimizer = keras.optimizers.RMSprop(learning_rate)
+        optimizer = keras.optimizers.RMSprop(WARM_START_LR)
         optimizer.build(body.trainable_variables)
 
     def fit_step(batch):
@@ -256,7 +262,7 @@ def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnor
 
     fit()
     fitted = distribute.map_rows(body, x_train[rows], strategy)
-    return {"init_grassmann": grassmann(fitted, vecs),
+    return {"init_grassmann": grassmann(fitted, target.numpy()),
             "init_seconds": time.perf_counter() - start}
 
 
@@ -381,7 +387,7 @@ def train_spectralnet(
     if init == "spectral" and (checkpointer is None or checkpointer.latest() is None):
         started = spectral_warm_start(
             body, affinity, x_train, batch_size=batch_size, laplacian=laplacian,
-            learning_rate=learning_rate, seed=seed, labels=y_train if semi_supervised else None,
+            seed=seed, labels=y_train if semi_supervised else None,
             strategy=strategy)
         if eigvecs is not None:  # where Algorithm 1 starts, against the true eigenvectors
             started["start_grassmann"] = grassmann(map_batches(model, x_eval), eigvecs)

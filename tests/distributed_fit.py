@@ -55,6 +55,8 @@ for variant in args.variants:
     arrays.update(loss=np.array(net.history_["loss"]), val_loss=np.array(net.history_["val_loss"]),
                   embedding=net.embedding_, labels=net.labels_, predicted=net.predict(X[::3]),
                   transformed=net.transform(X[::3]))
+    if "init_grassmann" in net.history_:  # the warm start ran
+        arrays["init_grassmann"] = np.array(net.history_["init_grassmann"])
     if variant == "siamese":
         arrays["siamese_loss"] = np.array(net.siamese_history_["loss"])
         arrays.update({f"siamese{i}": w.numpy() for i, w in enumerate(net.siamese_.weights)})

@@ -155,6 +155,9 @@ def _assert_same_training(one, many):
     for key in ("labels", "predicted"):
         np.testing.assert_array_equal(many[key], one[key], err_msg=key)
     np.testing.assert_allclose(many["transformed"], one["transformed"], atol=1e-4)
+    assert ("init_grassmann" in one.files) == ("init_grassmann" in many.files)
+    if "init_grassmann" in one.files:
+        np.testing.assert_allclose(many["init_grassmann"], one["init_grassmann"], rtol=LOSS_RTOL)
 
 
 @pytest.fixture(scope="module")
@@ -170,6 +173,8 @@ def two_devices(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", VARIANTS[:-1])
 def test_two_logical_cpus_equal_single_device_training(variant, single_device, two_devices):
+    if variant == "spectral-init":
+        assert "init_grassmann" in single_device[variant].files  # the warm start ran
     """kNN; with labels; normalized Laplacian and local scales; all pairs with labels;
     the spectral warm start (with labels), whose learning-rate ramp is assigned
     in the compiled loop."""

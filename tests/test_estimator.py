@@ -84,7 +84,7 @@ def _x(n=200, d=2):
         (_x(), dict(laplacian="sym"), r"laplacian='sym'"),
         (_x(), dict(gradient="exact"), r"gradient='exact'"),
         (_x(), dict(init="pca"),
-         r"init must be one of \('spectral', 'random'\), got init='pca'"),
+         r"init must be one of \('random', 'spectral'\), got init='pca'"),
         (_x(), dict(output_activation="relu"),
          r"output_activation must be one of \('tanh', 'linear'\), got output_activation='relu'"),
         (_x(), dict(validation_fraction=1.5), r"validation_fraction=1.5"),

@@ -31,8 +31,14 @@ def test_mnist_subset_matches_exact_spectral_clustering_under_two_numeric_varian
     """Issue 12: the main job's recipe (smaller net) stopped on a saddle on one
     CPU kind, far from exact spectral clustering of its own graph. Here a
     subset runs under oneDNN off and on (one thread each, in parallel), and
-    in both the net must land on the eigenvectors: a saddle is one output
-    direction orthogonal to them, a Grassmann distance of 1 or more."""
+    in both the net must land on the eigenvectors. A saddle is about one
+    output direction orthogonal to them (Grassmann distance near 1); the bar
+    is a tenth of that. From random weights (``init="random"``) this seed
+    stopped on one under both variants: Grassmann 0.97, ACC 0.83 against
+    exact SC's 0.96; the warm start ended at 0.025 (``python scripts/saddle.py
+    subset``, BENCHMARKS.md, issue 12). On seed 3, whose two variants train
+    different Siamese graphs, the warm start ended at 0.11-0.13, so the bar
+    is for this seed."""
     import json
     import subprocess
     import sys
@@ -40,12 +46,18 @@ def test_mnist_subset_matches_exact_spectral_clustering_under_two_numeric_varian
     procs = []
     for onednn in ("0", "1"):
         env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": onednn, "TF_NUM_INTRAOP_THREADS": "1",
-               "TF_NUM_INTEROP_THREADS": "1", "OMP_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
+               "TF_NUM_INTEROP_THREADS": "1", "OMP_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "2",
+               "PYTHONPATH": ROOT}  # this checkout, whatever is installed
         procs.append(subprocess.Popen([sys.executable, VARIANT, "4000"], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    for proc in procs:
-        out, err = proc.communicate(timeout=900)
-        assert proc.returncode == 0, err[-2000:]
+    try:
+        # 107 s for both here (2 cores); the timeout only stops a hung run.
+        results = [proc.communicate(timeout=900) + (proc.returncode,) for proc in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+    for out, err, returncode in results:
+        assert returncode == 0, err[-2000:]
         got = json.loads(out.strip().splitlines()[-1])
         print(got)
         assert got["grassmann"] <= 0.1
