@@ -183,6 +183,20 @@ def cmd_table(args):
         with open(path) as f:
             r = json.load(f)
         print(f"`{r['command']}`, commit {r['commit']}, {r['date']}, {r['machine']}\n")
+        if r["kind"] == "mnist":
+            x, sec = r["results"], r["results"]["seconds"]
+            rate = r["matmul_gflops"]
+            print("| init | ACC | NMI | Grassmann | exact SC ACC | k-means ACC | epochs "
+                  "| Siamese s | warm start s | spectral s | total | total × matmul rate "
+                  "| peak RSS |")
+            print("|" + " --- |" * 13)
+            print(f"| {x['config']['init']} | {x['acc']:.4f} | {x['nmi']:.4f} "
+                  f"| {x['grassmann']:.4f} | {x['exact_acc']:.4f} | {x['kmeans_acc']:.4f} "
+                  f"| {x['epochs']} | {sec.get('siamese', 0):.0f} | {sec.get('warm_start', 0):.0f} "
+                  f"| {sec['spectral']:.0f} | {sec['total'] / 60:.1f} min "
+                  f"| {sec['total'] * rate / 1e3:.0f} TFLOP ({rate} GFLOP/s) "
+                  f"| {x['peak_rss_gib']:.2f} GiB |\n")
+            continue
         if r["kind"] == "subset":
             print("| init | oneDNN | seeds | ACC min / median / max | exact SC ACC (same graph) "
                   "| Grassmann min / median / max | on a saddle (Grassmann >= 0.5) |")
