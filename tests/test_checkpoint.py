@@ -1,7 +1,9 @@
 import os
 
 import numpy as np
+import pytest
 
+from spectralnet_tf import train
 from spectralnet_tf.affinity import GaussianKNNAffinity
 from spectralnet_tf.checkpoint import Checkpointer
 from spectralnet_tf.datasets import load_dataset
@@ -9,22 +11,31 @@ from spectralnet_tf.networks import build_spectralnet
 from spectralnet_tf.train import train_spectralnet
 
 
-def _train(epochs, checkpointer=None):
+def _train(epochs, checkpointer=None, init="random"):
     x, _, _ = load_dataset("moons", n=500)
     aff = GaussianKNNAffinity(n_nbrs=5, scale_nbr=2).fit(x, 200)
     model, body = build_spectralnet(2, 2, (16, 16), seed=0)
     hist = train_spectralnet(model, body, aff, x[:450], x[450:], batch_size=200,
                              ortho_batch_size=200, epochs=epochs, steps_per_epoch=5,
-                             patience=2, seed=1, verbose=0, checkpointer=checkpointer)
+                             patience=2, seed=1, verbose=0, checkpointer=checkpointer,
+                             init=init)
     return model, hist
 
 
-def test_resumed_training_equals_uninterrupted_training(tmp_path):
-    full_model, full_hist = _train(6)
+@pytest.mark.parametrize("init", ["random", "spectral"])
+def test_resumed_training_equals_uninterrupted_training(tmp_path, monkeypatch, init):
+    full_model, full_hist = _train(6, init=init)
     ckpt = Checkpointer(str(tmp_path / "spectral"))
-    _train(3, ckpt)  # "killed" after epoch 3: only its checkpoint survives
+    _train(3, ckpt, init=init)  # "killed" after epoch 3: only its checkpoint survives
     assert os.path.basename(ckpt.latest()) == "ckpt-000003"
-    resumed_model, resumed_hist = _train(6, ckpt)
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("the warm start ran again on resume")
+
+    monkeypatch.setattr(train, "spectral_warm_start", not_again)
+    resumed_model, resumed_hist = _train(6, ckpt, init=init)
+    if init == "spectral":  # recorded before the first epoch, restored with the history
+        assert resumed_hist["init_grassmann"] == full_hist["init_grassmann"]
     for a, b in zip(full_model.get_weights(), resumed_model.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(resumed_hist["val_loss"], full_hist["val_loss"], rtol=1e-4)
