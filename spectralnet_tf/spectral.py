@@ -78,10 +78,15 @@ def spectral_clustering(x, n_clusters, affinity, laplacian="unnormalized",
     return cluster_graph(affinity.graph(x, neighbors), n_clusters, laplacian, random_state)
 
 
+def laplacian_eigenvectors(w, k, laplacian="unnormalized"):
+    """The k smallest eigenvectors of the Laplacian of ``w`` (dense or sparse)."""
+    return smallest_eigenvectors(laplacian_matrix(w, laplacian), k)[1]
+
+
 def cluster_graph(w, n_clusters, laplacian="unnormalized", random_state=0):
     """Exact spectral clustering of a given affinity matrix ``w`` (dense or
     sparse): k-means on its Laplacian's ``n_clusters`` smallest eigenvectors.
     Returns (labels, eigenvectors)."""
-    _, vecs = smallest_eigenvectors(laplacian_matrix(w, laplacian), n_clusters)
+    vecs = laplacian_eigenvectors(w, n_clusters, laplacian)
     labels = KMeans(n_clusters, n_init=10, random_state=random_state).fit_predict(vecs)
     return labels, vecs

@@ -18,7 +18,7 @@ from .affinity import apply_labels
 from .losses import label_loss, spectral_loss
 from .metrics import grassmann
 from .orthonorm import gram, tangent_projection
-from .spectral import laplacian_matrix, smallest_eigenvectors
+from .spectral import laplacian_eigenvectors
 from .streaming import map_batches
 
 GRADIENTS = ("projected", "plain")
@@ -237,7 +237,7 @@ def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnor
         w = apply_labels(w, tf.constant(labels[rows]))
     k = body.outputs[0].shape[-1]
     # float64: near-degenerate small eigenvalues must not drown in float32 rounding.
-    _, vecs = smallest_eigenvectors(laplacian_matrix(w.numpy().astype(np.float64), laplacian), k)
+    vecs = laplacian_eigenvectors(w.numpy().astype(np.float64), k, laplacian)
     target = distribute.run(strategy, distribute.from_first,
                             tf.constant(WARM_START_RMS * np.sqrt(size) * vecs, tf.float32))
     m = min(batch_size, size)  # a direct call may pass a batch larger than x_train
