@@ -119,9 +119,7 @@ def cmd_retrain(args):
     history = after.history_
     save_record(f"retrain-{args.tag}", {
         "kind": "retrain", "run": os.path.abspath(args.run), "init": args.init,
-        "numerics": {key: os.environ.get(key) for key in (
-            "TF_ENABLE_ONEDNN_OPTS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")},
-        "matmul_gflops": round(rate, 1), "reference_seconds": round(reference_seconds, 1),
+        "numerics": numerics(), "matmul_gflops": round(rate, 1), "reference_seconds": round(reference_seconds, 1),
         "seconds": round(seconds, 1), "exact": scores(exact),
         "run_net": scores(before.labels_, before.embedding_),
         "retrained": scores(after.labels_, after.embedding_),
@@ -129,6 +127,21 @@ def cmd_retrain(args):
     print(json.dumps({"run": scores(before.labels_, before.embedding_)["acc"],
                       "retrained": scores(after.labels_, after.embedding_)["acc"],
                       "losses": losses}))
+
+
+def numerics():
+    """The numeric variant this process runs under (None: TensorFlow's default)."""
+    return {key: os.environ.get(key) for key in (
+        "TF_ENABLE_ONEDNN_OPTS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")}
+
+
+def variant_name(env):
+    """Short text of a ``numerics()`` dict, e.g. 'oneDNN on, 1 thread'."""
+    onednn = {"0": "oneDNN off", "1": "oneDNN on"}.get(env.get("TF_ENABLE_ONEDNN_OPTS"),
+                                                      "oneDNN default")
+    threads = env.get("TF_NUM_INTRAOP_THREADS")
+    return onednn + (f", {threads} thread{'s' if threads != '1' else ''}" if threads
+                     else ", default threads")
 
 
 def cmd_subset(args):
@@ -171,31 +184,23 @@ def cmd_mnist(args):
         results = run_command(["--dset", "mnist", "--seed", str(args.seed), "--grassmann",
                                "--quiet", "--no-plots", "--out", os.path.join(work, "run"),
                                *args.extra])
-    save_record(f"mnist-seed{args.seed}", {"kind": "mnist", "matmul_gflops": round(rate, 1),
-                                           "results": results}, issue="issue12")
+    save_record(args.tag or f"mnist-seed{args.seed}", {
+        "kind": "mnist", "numerics": numerics(), "matmul_gflops": round(rate, 1),
+        "results": results}, issue="issue12")
 
 
 def cmd_table(args):
     """Markdown: a retrain record's three rows, or a subset record's summary."""
     import numpy as np
 
+    mnist_rows = []
     for path in args.records:
         with open(path) as f:
             r = json.load(f)
-        print(f"`{r['command']}`, commit {r['commit']}, {r['date']}, {r['machine']}\n")
+        if r["kind"] != "mnist":
+            print(f"`{r['command']}`, commit {r['commit']}, {r['date']}, {r['machine']}\n")
         if r["kind"] == "mnist":
-            x, sec = r["results"], r["results"]["seconds"]
-            rate = r["matmul_gflops"]
-            print("| init | ACC | NMI | Grassmann | exact SC ACC | k-means ACC | epochs "
-                  "| Siamese s | warm start s | spectral s | total | total × matmul rate "
-                  "| peak RSS |")
-            print("|" + " --- |" * 13)
-            print(f"| {x['config']['init']} | {x['acc']:.4f} | {x['nmi']:.4f} "
-                  f"| {x['grassmann']:.4f} | {x['exact_acc']:.4f} | {x['kmeans_acc']:.4f} "
-                  f"| {x['epochs']} | {sec.get('siamese', 0):.0f} | {sec.get('warm_start', 0):.0f} "
-                  f"| {sec['spectral']:.0f} | {sec['total'] / 60:.1f} min "
-                  f"| {sec['total'] * rate / 1e3:.0f} TFLOP ({rate} GFLOP/s) "
-                  f"| {x['peak_rss_gib']:.2f} GiB |\n")
+            mnist_rows.append(r)
             continue
         if r["kind"] == "subset":
             print("| init | oneDNN | seeds | ACC min / median / max | exact SC ACC (same graph) "
@@ -237,6 +242,35 @@ def cmd_table(args):
                   + ", ".join(f"{g:.3f}" for g in h["grassmann"][:10]) + ", …, "
                   + f"{h['grassmann'][-1]:.4f}.")
         print()
+    if mnist_rows:
+        mnist_table(mnist_rows)
+
+
+def mnist_table(records):
+    """One row per ``mnist`` record (seed, numeric variant, commit), then the
+    min / median / max of ACC, NMI and Grassmann over all of them."""
+    import numpy as np
+
+    print("| seed | numerics | commit | init | ACC | NMI | Grassmann | exact SC ACC | k-means ACC "
+          "| epochs | Siamese s | warm start s | spectral s | total | total × matmul rate "
+          "| peak RSS |")
+    print("|" + " --- |" * 16)
+    for r in sorted(records, key=lambda r: (r["results"]["config"].get("seed", 0),
+                                            variant_name(r.get("numerics", {})))):
+        x, sec, rate = r["results"], r["results"]["seconds"], r["matmul_gflops"]
+        print(f"| {x['config'].get('seed')} | {variant_name(r.get('numerics', {}))} | {r['commit']} "
+              f"| {x['config']['init']} | {x['acc']:.4f} | {x['nmi']:.4f} "
+              f"| {x['grassmann']:.4f} | {x['exact_acc']:.4f} | {x['kmeans_acc']:.4f} "
+              f"| {x['epochs']} | {sec.get('siamese', 0):.0f} | {sec.get('warm_start', 0):.0f} "
+              f"| {sec['spectral']:.0f} | {sec['total'] / 60:.1f} min "
+              f"| {sec['total'] * rate / 1e3:.0f} TFLOP ({rate} GFLOP/s) "
+              f"| {x['peak_rss_gib']:.2f} GiB |")
+    print()
+    for key, name in (("acc", "ACC"), ("nmi", "NMI"), ("grassmann", "Grassmann")):
+        v = np.array([r["results"][key] for r in records])
+        print(f"- {name} over {len(v)} runs: min {v.min():.4f}, median {np.median(v):.4f}, "
+              f"max {v.max():.4f}")
+    print()
 
 
 def main(argv=None):
@@ -254,6 +288,7 @@ def main(argv=None):
     q.add_argument("--inits", nargs="+", choices=INITS, default=["spectral", "random"])
     q = sub.add_parser("mnist", help="the main job, timed against the matmul rate")
     q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--tag", help="record name (default: mnist-seedS)")
     q.add_argument("extra", nargs="*", help="more run.py arguments, after --")
     q = sub.add_parser("table", help="the Markdown table of records")
     q.add_argument("records", nargs="+")
