@@ -1,6 +1,7 @@
 #!/usr/bin/env python
-"""Benchmarks (not tests). Each appends rows to BENCHMARKS.md with the machine,
-the date and the command.
+"""Benchmarks (not tests). Each writes a record (command, commit, date,
+machine, figures) to benchmarks/results/; ``report`` renders the records into
+the marked blocks of BENCHMARKS.md and README.md.
 
     python scripts/bench.py matmul            # this machine's matmul rate (the floor's unit)
     python scripts/bench.py step              # one spectral step at batch 1024 vs the FLOP floor
@@ -8,26 +9,35 @@ the date and the command.
     python scripts/bench.py serve --model export/mnist/1   # SavedModel throughput
     python scripts/bench.py reuters-scale     # run.py --dset reuters peak RSS as n grows
     python scripts/bench.py profile           # where a spectral step's time goes; float32 vs bf16
+    python scripts/bench.py report            # BENCHMARKS.md and README figures from the records
+    python scripts/bench.py report --check    # exit 1 if either is stale
 """
 
 import argparse
+import contextlib
 import datetime
+import glob
+import io
 import os
 import platform
+import re
 import resource
 import shutil
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)  # the other scripts' record readers
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 
 def machine():
     """One line: architecture, CPU model, cores, memory, TensorFlow version."""
+    import tensorflow as tf
+
     with open("/proc/meminfo") as f:
         mem_gib = int(f.readline().split()[1]) / 2**20
     cpu = "unknown CPU"
@@ -41,16 +51,120 @@ def machine():
 
 
 def append(title, header, rows, command):
-    path = os.path.join(os.path.dirname(HERE), "BENCHMARKS.md")
-    lines = ["", f"### {title}", "", f"`{command}` — {datetime.date.today().isoformat()}, {machine()}.", "",
-             "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    with open(path, "a") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    """Print the table and keep it as a record in ``benchmarks/results/``
+    (kind "rows"); ``bench.py report`` puts records into BENCHMARKS.md."""
+    from distributed import save_record
+
+    tag = "bench-" + "-".join(command.split()[2:4]).replace("/", "_").replace("--", "")
+    save_record(tag, {"kind": "rows", "title": title, "header": list(header),
+                      "rows": [[str(c) for c in row] for row in rows]}, issue="bench")
+    print(rows_table({"title": title, "header": header, "rows": rows}))
 
 
-def matmul_rate(n=2048, dtype=tf.float32, repeats=20):
+def rows_table(record):
+    """Markdown of a "rows" record: its title's table."""
+    lines = ["| " + " | ".join(record["header"]) + " |", "|" + " --- |" * len(record["header"])]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |"
+                              for row in record["rows"]])
+
+
+# ------------------------------------------------------------------ report
+#: ``<!-- report: RENDERER GLOB [GLOB ...] -->`` ... ``<!-- /report -->``:
+#: ``bench.py report`` replaces what lies between with the records' tables.
+BLOCK = re.compile(r"^<!-- report: (\S+) ([^>]*?) -->\n.*?^<!-- /report -->$",
+                   re.MULTILINE | re.DOTALL)
+RESULTS = os.path.join(ROOT, "benchmarks", "results")
+REPORTED = ("BENCHMARKS.md", "README.md")
+
+
+def _printed(fn, *args):
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        fn(*args)
+    return buffer.getvalue().strip()
+
+
+def _heading(record):
+    return (f"`{record['command']}`, commit {record['commit']}, {record['date']}, "
+            f"{record['machine']}")
+
+
+def render(renderer, paths):
+    """The Markdown of ``paths`` (records) by ``renderer``: each script's own
+    table reader (``saddle.py table``, ``semisup.py table``, ...)."""
+    import distributed
+    import saddle
+    import semisup
+    import vc_check
+
+    one = argparse.Namespace
+    per_record = {
+        "semisup": lambda p: _printed(semisup.cmd_table, one(record=p)),
+        "distributed": lambda p: _printed(distributed.table, one(record=p)),
+        "vc": lambda p: _printed(vc_check.table, p),
+        "rows": lambda p: (lambda r: f"{_heading(r)}\n\n{rows_table(r)}")(_load(p)),
+    }
+    if renderer in per_record:
+        return "\n\n".join(per_record[renderer](p) for p in paths)
+    if renderer == "saddle":  # several MNIST records make one table
+        return _printed(saddle.cmd_table, one(records=paths))
+    if renderer == "mnist-status":
+        return _printed(saddle.mnist_status, paths)
+    if renderer == "distributed-scaling":  # an overhead record, then a split record
+        overhead, split = paths
+        return (_heading(_load(split)) + "\n\n" + _printed(distributed.scaling, one(
+            overhead=overhead, split=split, gbs=100.0, latency_us=20.0)))
+    raise ValueError(f"unknown renderer {renderer!r} in a report block")
+
+
+def _load(path):
+    import json
+
+    with open(path) as f:
+        return json.load(f)
+
+
+def fill(text, name):
+    """``text`` with every report block re-rendered from its records."""
+    def block(match):
+        renderer, patterns = match.group(1), match.group(2).split()
+        paths = []
+        for pattern in patterns:
+            found = sorted(glob.glob(os.path.join(RESULTS, pattern)))
+            if not found:
+                raise SystemExit(f"{name}: no record in benchmarks/results/ matches {pattern!r}")
+            paths += found
+        return f"<!-- report: {match.group(1)} {match.group(2)} -->\n" \
+               f"{render(renderer, paths)}\n<!-- /report -->"
+    return BLOCK.sub(block, text)
+
+
+def bench_report(args, command):
+    """Re-render the report blocks of BENCHMARKS.md and README.md from the
+    records; with --check, only say which file is stale (exit 1)."""
+    stale = []
+    for name in REPORTED:
+        path = os.path.join(ROOT, name)
+        with open(path) as f:
+            text = f.read()
+        new = fill(text, name)
+        if new == text:
+            continue
+        stale.append(name)
+        if not args.check:
+            with open(path + ".tmp", "w") as f:
+                f.write(new)
+            os.replace(path + ".tmp", path)
+    if args.check and stale:
+        raise SystemExit(f"stale: {', '.join(stale)} (run: python scripts/bench.py report)")
+    print(("rewritten: " if stale else "up to date: ") + ", ".join(stale or REPORTED))
+
+
+def matmul_rate(n=2048, dtype=None, repeats=20):
+    """GFLOP/s of an n x n matmul in ``dtype`` (default float32), compiled."""
+    import tensorflow as tf
+
+    dtype = dtype or tf.float32
     a = tf.random.normal((n, n), dtype=tf.float32)
     a = tf.cast(a, dtype)
 
@@ -100,6 +214,8 @@ def bench_step(args, command):
 
 def _timed(fn, repeats):
     """ms per call of a compiled ``fn`` (after one warm-up call)."""
+    import tensorflow as tf
+
     fn()
     start = time.perf_counter()
     for _ in range(repeats):
@@ -111,6 +227,8 @@ def _timed(fn, repeats):
 def bench_profile(args, command):
     """Each part of one SpectralNet iteration at batch 1024 (10-1024-1024-512-10),
     compiled and timed alone, for a float32 and a bfloat16 network body."""
+    import tensorflow as tf
+
     import keras
 
     from spectralnet_tf.affinity import GaussianKNNAffinity
@@ -159,6 +277,8 @@ def bench_profile(args, command):
 
 
 def bench_matmul(args, command):
+    import tensorflow as tf
+
     rows = [[name, f"{matmul_rate(dtype=dt):.0f}"] for name, dt in
             (("float32", tf.float32), ("bfloat16", tf.bfloat16))]
     append("Matmul rate, 2048² (tf.function)", ["dtype", "GFLOP/s"], rows, command)
@@ -180,6 +300,8 @@ def bench_run(args, command):
 
 
 def bench_serve(args, command):
+    import tensorflow as tf
+
     model = tf.saved_model.load(args.model)
     serve = model.signatures["serving_default"]
     d = serve.structured_input_signature[1]["x"].shape[-1]
@@ -270,7 +392,10 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=["matmul", "step", "run", "serve", "reuters-scale", "profile"])
+    p.add_argument("what", choices=["matmul", "step", "run", "serve", "reuters-scale", "profile",
+                                    "report"])
+    p.add_argument("--check", action="store_true",
+                   help="report: exit 1 if BENCHMARKS.md or README.md is stale")
     p.add_argument("--sizes", type=int, nargs="+", default=[25000, 50000, 100000, 200000],
                    help="documents per synthetic corpus (reuters-scale)")
     p.add_argument("--epochs", type=int, default=2, help="training epochs (reuters-scale)")
@@ -282,7 +407,10 @@ def main(argv=None):
     args.rest = rest  # run.py arguments, after --
     command = "python scripts/bench.py " + " ".join(argv)
     {"matmul": bench_matmul, "step": bench_step, "run": bench_run, "serve": bench_serve,
-     "reuters-scale": bench_reuters_scale, "profile": bench_profile}[args.what](args, command)
+     "reuters-scale": bench_reuters_scale, "profile": bench_profile,
+     "report": bench_report}[args.what](args, command)
+    if args.what == "report":
+        return
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
 
 

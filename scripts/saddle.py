@@ -197,6 +197,7 @@ def cmd_table(args):
     for path in args.records:
         with open(path) as f:
             r = json.load(f)
+        r.setdefault("kind", "mnist")  # issue 12's first records (run.py results) had none
         if r["kind"] != "mnist":
             print(f"`{r['command']}`, commit {r['commit']}, {r['date']}, {r['machine']}\n")
         if r["kind"] == "mnist":
@@ -246,6 +247,10 @@ def cmd_table(args):
         mnist_table(mnist_rows)
 
 
+def _numerics(record):
+    return record.get("numerics") or record.get("environment") or {}
+
+
 def mnist_table(records):
     """One row per ``mnist`` record (seed, numeric variant, commit), then the
     min / median / max of ACC, NMI and Grassmann over all of them."""
@@ -256,14 +261,14 @@ def mnist_table(records):
           "| peak RSS |")
     print("|" + " --- |" * 16)
     for r in sorted(records, key=lambda r: (r["results"]["config"].get("seed", 0),
-                                            variant_name(r.get("numerics", {})))):
-        x, sec, rate = r["results"], r["results"]["seconds"], r["matmul_gflops"]
-        print(f"| {x['config'].get('seed')} | {variant_name(r.get('numerics', {}))} | {r['commit']} "
-              f"| {x['config']['init']} | {x['acc']:.4f} | {x['nmi']:.4f} "
+                                            variant_name(_numerics(r)))):
+        x, sec, rate = r["results"], r["results"]["seconds"], r.get("matmul_gflops")
+        cost = f"{sec['total'] * rate / 1e3:.0f} TFLOP ({rate} GFLOP/s)" if rate else "—"
+        print(f"| {x['config'].get('seed')} | {variant_name(_numerics(r))} | {r['commit']} "
+              f"| {x['config'].get('init', 'random')} | {x['acc']:.4f} | {x['nmi']:.4f} "
               f"| {x['grassmann']:.4f} | {x['exact_acc']:.4f} | {x['kmeans_acc']:.4f} "
               f"| {x['epochs']} | {sec.get('siamese', 0):.0f} | {sec.get('warm_start', 0):.0f} "
-              f"| {sec['spectral']:.0f} | {sec['total'] / 60:.1f} min "
-              f"| {sec['total'] * rate / 1e3:.0f} TFLOP ({rate} GFLOP/s) "
+              f"| {sec['spectral']:.0f} | {sec['total'] / 60:.1f} min | {cost} "
               f"| {x['peak_rss_gib']:.2f} GiB |")
     print()
     for key, name in (("acc", "ACC"), ("nmi", "NMI"), ("grassmann", "Grassmann")):
@@ -271,6 +276,29 @@ def mnist_table(records):
         print(f"- {name} over {len(v)} runs: min {v.min():.4f}, median {np.median(v):.4f}, "
               f"max {v.max():.4f}")
     print()
+
+
+def mnist_status(paths):
+    """README's MNIST status lines, from the same records as the table."""
+    import numpy as np
+
+    records = []
+    for path in paths:
+        with open(path) as f:
+            records.append(json.load(f))
+    seeds = sorted({r["results"]["config"].get("seed") for r in records})
+    variants = sorted({variant_name(_numerics(r)) for r in records})
+    acc, nmi, gr = (np.array([r["results"][k] for r in records]) for k in ("acc", "nmi", "grassmann"))
+    minutes = np.array([r["results"]["seconds"]["total"] / 60 for r in records])
+    print(f"All 70k, {len(records)} runs (seeds {', '.join(map(str, seeds))}; "
+          f"{'; '.join(variants)}), 2-core CPU, {min(r['date'] for r in records)} to "
+          f"{max(r['date'] for r in records)}:")
+    print(f"- ACC min / median / max {acc.min():.4f} / {np.median(acc):.4f} / {acc.max():.4f}, "
+          f"NMI {nmi.min():.4f} / {np.median(nmi):.4f} / {nmi.max():.4f} (paper: .971 / .924);")
+    print(f"- Grassmann distance to the sampled graph's eigenvectors {gr.min():.4f} / "
+          f"{np.median(gr):.4f} / {gr.max():.4f};")
+    print(f"- {minutes.min():.1f}–{minutes.max():.1f} min a run with `--grassmann` "
+          f"(records in `benchmarks/results/`, table in BENCHMARKS.md).")
 
 
 def main(argv=None):

@@ -22,6 +22,30 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
+def print_rows(rows, fraction):
+    """The Markdown table of ``shattered`` results (one per m and sigma);
+    ``fraction``: ``vc.SIGMA_FRACTION`` when they ran."""
+    print("| m | n | sigma | dichotomies | realized | all n points split into S, T "
+          "| within Lemma C.3's bound | b (max) | S-T gap (min) | lambda3/lambda2 (min) | s |")
+    print("|" + " --- |" * 11)
+    for r in rows:
+        sigma = (f"{r['sigma_min']:.3f} ({fraction} × proof's)" if r["sigma"] == "proof"
+                 else f"{r['sigma']}")
+        print(f"| {r['m']} | {r['n']} | {sigma} | {r['dichotomies']} | {r['realized']} "
+              f"| {r['separates']} | {r['within_bound']} | {r['b_max']:.3f} | {r['gap_min']:.3f} "
+              f"| {r['eigengap_min']:.3g} | {r['seconds']} |")
+
+
+def table(path):
+    """A record's heading line and table."""
+    import json
+
+    with open(path) as f:
+        r = json.load(f)
+    print(f"`{r['command']}`, commit {r['commit']}, {r['date']}, {r['machine']}\n")
+    print_rows(r["rows"], r["sigma_fraction"])
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--m", type=int, nargs="+", default=list(range(2, 9)),
@@ -48,19 +72,12 @@ def main(argv=None):
             r["sigma"] = "proof" if sigma is None else sigma
             rows.append(r)
 
-    print("| m | n | sigma | dichotomies | realized | all n points split into S, T "
-          "| within Lemma C.3's bound | b (max) | S-T gap (min) | lambda3/lambda2 (min) | s |")
-    print("|" + " --- |" * 11)
-    for r in rows:
-        sigma = (f"{r['sigma_min']:.3f} ({vc.SIGMA_FRACTION} × proof's)" if r["sigma"] == "proof"
-                 else f"{r['sigma']}")
-        print(f"| {r['m']} | {r['n']} | {sigma} | {r['dichotomies']} | {r['realized']} "
-              f"| {r['separates']} | {r['within_bound']} | {r['b_max']:.3f} | {r['gap_min']:.3f} "
-              f"| {r['eigengap_min']:.3g} | {r['seconds']} |")
+    print_rows(rows, vc.SIGMA_FRACTION)
     if not args.no_record:
         from distributed import save_record
 
-        save_record("vc-check", {"kind": "vc", "rows": rows}, issue="issue18")
+        save_record("vc-check", {"kind": "vc", "sigma_fraction": vc.SIGMA_FRACTION, "rows": rows},
+                    issue="issue18")
 
 
 if __name__ == "__main__":
