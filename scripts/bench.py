@@ -55,7 +55,7 @@ def append(title, header, rows, command):
     (kind "rows"); ``bench.py report`` puts records into BENCHMARKS.md."""
     from distributed import save_record
 
-    tag = "bench-" + "-".join(command.split()[2:4]).replace("/", "_").replace("--", "")
+    tag = f"{command.split()[2]}-{datetime.datetime.now():%H%M%S}"  # e.g. "matmul-101502"
     save_record(tag, {"kind": "rows", "title": title, "header": list(header),
                       "rows": [[str(c) for c in row] for row in rows]}, issue="bench")
     print(rows_table({"title": title, "header": header, "rows": rows}))

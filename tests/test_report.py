@@ -1,0 +1,52 @@
+"""BENCHMARKS.md and README.md figures are rendered from the committed result
+records (``scripts/bench.py report``), and stay so."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = os.path.join(ROOT, "scripts")
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    monkeypatch.syspath_prepend(SCRIPTS)
+    import bench
+
+    return bench
+
+
+def test_committed_files_match_their_records():
+    out = subprocess.run([sys.executable, os.path.join(SCRIPTS, "bench.py"), "report", "--check"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "up to date: BENCHMARKS.md, README.md" in out.stdout
+
+
+def test_a_block_is_rendered_from_its_record_and_a_stale_one_is_replaced(bench):
+    block = "<!-- report: vc 2026-11-23-issue18-vc-check.json -->\n{}\n<!-- /report -->"
+    filled = bench.fill("intro\n" + block.format("| stale | figures |") + "\noutro\n", "t.md")
+    assert "stale" not in filled and filled.startswith("intro\n") and filled.endswith("\noutro\n")
+    assert "| 4 | 40 | 0.166 (0.9 × proof's) | 16 | 16 | 16 | 16 |" in filled
+    assert "`python scripts/vc_check.py --m 2 3 4 5 6 7 8 --sigmas 0.3 0.5 1.0`" in filled
+    assert bench.fill(filled, "t.md") == filled  # rendering is stable
+
+
+def test_mnist_records_make_one_table_and_the_status_lines(bench):
+    table = bench.render("saddle", [os.path.join(bench.RESULTS, f)
+                                    for f in ("2026-11-23-issue12-mnist-seed0.json",
+                                              "2026-11-23-issue12-mnist-seed1.json")])
+    assert "| 0 | oneDNN default, default threads | c304265 | spectral | 0.9754 | 0.9337 |" in table
+    assert "- ACC over 2 runs: min 0.9749, median 0.9751, max 0.9754" in table
+    status = bench.render("mnist-status", [os.path.join(bench.RESULTS, "2026-11-23-issue12-mnist-seed0.json")])
+    assert "ACC min / median / max 0.9754 / 0.9754 / 0.9754" in status
+
+
+def test_a_pattern_without_records_and_an_unknown_renderer_are_errors(bench):
+    with pytest.raises(SystemExit, match=r"t.md: no record in benchmarks/results/ matches 'nothing-\*.json'"):
+        bench.fill("<!-- report: vc nothing-*.json -->\n<!-- /report -->", "t.md")
+    with pytest.raises(ValueError, match="unknown renderer 'bogus'"):
+        bench.fill("<!-- report: bogus 2026-11-23-issue18-vc-check.json -->\n<!-- /report -->", "t.md")
