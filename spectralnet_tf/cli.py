@@ -164,7 +164,9 @@ def build_parser():
     mn.add_argument("--grassmann", action="store_true",
                     help="Grassmann distance to the true eigenvectors of the full-data "
                          "Laplacian: the kNN graph that the minibatches sample, with "
-                         "neighbour ranks scaled by n / batch size (exact kNN, scipy LOBPCG)")
+                         "neighbour ranks scaled by n / batch size (exact kNN, scipy LOBPCG); "
+                         "also (the *_plain results) to those of the affinity applied to all "
+                         "points with its ranks as set, the paper's W_full")
     semi = p.add_argument_group("semi-supervised")
     semi.add_argument("--labeled-fraction", type=FRACTION, default=0.0,
                       help="reveal the labels of this random fraction of points (fit's "
@@ -342,19 +344,20 @@ def make_strategy(args):
         raise UsageError(f"--devices {args.devices}: {err}") from None
 
 
-def exact_reference(net, affinity, z, y, results, seed, batch_size):
-    """Exact spectral clustering of all of z, on the graph SpectralNet's
-    minibatches sample (``Affinity.for_full_data``: neighbour ranks scaled by
-    n / batch size); its eigenvectors are, approximately, the ones the net
-    approximates. Adds the figures to ``results``; returns (labels, eigenvectors)."""
+def exact_reference(net, affinity, z, y, seed, batch_size):
+    """Exact spectral clustering of all of z on the graph that SpectralNet's
+    minibatches of ``batch_size`` sample (``Affinity.for_full_data``: neighbour
+    ranks scaled by n / batch size); its eigenvectors are, approximately, the
+    ones the net approximates. With ``batch_size=len(z)`` the ranks stay as
+    set: the affinity applied to all points at once, the paper's W_full
+    (Sec. 3.1). Returns (labels, eigenvectors, figures)."""
     if not hasattr(affinity, "scale_"):
         affinity.fit(z, batch_size, seed=seed)
     full = affinity.for_full_data(len(z), batch_size)  # its size was checked by Job
     labels, eigvecs = spectral_clustering(z, net.n_clusters, full, net.laplacian,
                                           neighbors="exact", random_state=seed)
-    results.update(exact_acc=acc(y, labels), exact_nmi=nmi(y, labels),
-                   exact_graph=full._ranks())
-    return labels, eigvecs
+    return labels, eigvecs, {"exact_acc": acc(y, labels), "exact_nmi": nmi(y, labels),
+                             "exact_graph": full._ranks()}
 
 
 def run(job, out, resume=False, write=True):
@@ -381,8 +384,9 @@ def run(job, out, resume=False, write=True):
     if not args.no_exact and len(x) <= DENSE_MAX_N:
         t = time.perf_counter()
         # Before training, so the history tracks the Grassmann distance.
-        exact_labels, eigvecs = exact_reference(net, net._make_affinity(), z, y, results,
-                                                args.seed, job.batch_size)
+        exact_labels, eigvecs, figures = exact_reference(net, net._make_affinity(), z, y,
+                                                         args.seed, job.batch_size)
+        results.update(figures)
         phase("exact", t)
 
     known = None
@@ -409,10 +413,19 @@ def run(job, out, resume=False, write=True):
     if args.grassmann and eigvecs is None:
         t = time.perf_counter()
         # After training: the graph in the trained Siamese distance, if any.
-        _, eigvecs = exact_reference(net, net.affinity_, z, y, results, args.seed, job.batch_size)
+        _, eigvecs, figures = exact_reference(net, net.affinity_, z, y, args.seed, job.batch_size)
+        results.update(figures)
         phase("grassmann", t)
     if eigvecs is not None:
         results["grassmann"] = grassmann(net.embedding_, eigvecs)
+    if args.grassmann:
+        t = time.perf_counter()
+        # Like for like with the paper's figure: the same affinity on all n
+        # points at once, its ranks unscaled (the paper's W_full).
+        _, plain, figures = exact_reference(net, net.affinity_, z, y, args.seed, len(z))
+        results.update({f"{key}_plain": value for key, value in figures.items()},
+                       grassmann_plain=grassmann(net.embedding_, plain))
+        phase("grassmann_plain", t)
 
     t = time.perf_counter()
     km_labels = KMeans(k, n_init=10, random_state=args.seed).fit_predict(z)
@@ -463,6 +476,8 @@ def run(job, out, resume=False, write=True):
         summary += f" test ACC={results['test_acc']:.4f} NMI={results['test_nmi']:.4f}"
     if "grassmann" in results:
         summary += f" grassmann={results['grassmann']:.4f}"
+    if "grassmann_plain" in results:
+        summary += f" (plain graph {results['grassmann_plain']:.4f})"
     if "exact_acc" in results:
         summary += f" | exact ACC={results['exact_acc']:.4f}"
     summary += f" | k-means ACC={results['kmeans_acc']:.4f} | {seconds['total']:.0f}s -> {out}"
