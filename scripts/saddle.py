@@ -247,6 +247,10 @@ def cmd_table(args):
         mnist_table(mnist_rows)
 
 
+def _f4(value):
+    return "—" if value is None else f"{value:.4f}"
+
+
 def _numerics(record):
     return record.get("numerics") or record.get("environment") or {}
 
@@ -256,17 +260,20 @@ def mnist_table(records):
     min / median / max of ACC, NMI and Grassmann over all of them."""
     import numpy as np
 
-    print("| seed | numerics | commit | init | ACC | NMI | Grassmann | exact SC ACC | k-means ACC "
+    print("| seed | numerics | commit | init | ACC | NMI | Grassmann | exact SC ACC "
+          "| Grassmann, W_full | exact SC ACC, W_full | k-means ACC "
           "| epochs | Siamese s | warm start s | spectral s | total | total × matmul rate "
           "| peak RSS |")
-    print("|" + " --- |" * 16)
+    print("|" + " --- |" * 18)
     for r in sorted(records, key=lambda r: (r["results"]["config"].get("seed", 0),
                                             variant_name(_numerics(r)))):
         x, sec, rate = r["results"], r["results"]["seconds"], r.get("matmul_gflops")
         cost = f"{sec['total'] * rate / 1e3:.0f} TFLOP ({rate} GFLOP/s)" if rate else "—"
         print(f"| {x['config'].get('seed')} | {variant_name(_numerics(r))} | {r['commit']} "
               f"| {x['config'].get('init', 'random')} | {x['acc']:.4f} | {x['nmi']:.4f} "
-              f"| {x['grassmann']:.4f} | {x['exact_acc']:.4f} | {x['kmeans_acc']:.4f} "
+              f"| {x['grassmann']:.4f} | {x['exact_acc']:.4f} "
+              f"| {_f4(x.get('grassmann_plain'))} | {_f4(x.get('exact_acc_plain'))} "
+              f"| {x['kmeans_acc']:.4f} "
               f"| {x['epochs']} | {sec.get('siamese', 0):.0f} | {sec.get('warm_start', 0):.0f} "
               f"| {sec['spectral']:.0f} | {sec['total'] / 60:.1f} min | {cost} "
               f"| {x['peak_rss_gib']:.2f} GiB |")

@@ -39,7 +39,7 @@ def test_mnist_records_make_one_table_and_the_status_lines(bench):
     table = bench.render("saddle", [os.path.join(bench.RESULTS, f)
                                     for f in ("2026-11-23-issue12-mnist-seed0.json",
                                               "2026-11-23-issue12-mnist-seed1.json")])
-    assert "| 0 | oneDNN default, default threads | c304265 | spectral | 0.9754 | 0.9337 |" in table
+    assert "| 0 | oneDNN default, default threads | c304265 | spectral | 0.9754 | 0.9337 | 0.0042 | 0.9750 | — |" in table
     assert "- ACC over 2 runs: min 0.9749, median 0.9751, max 0.9754" in table
     status = bench.render("mnist-status", [os.path.join(bench.RESULTS, "2026-11-23-issue12-mnist-seed0.json")])
     assert "ACC min / median / max 0.9754 / 0.9754 / 0.9754" in status
