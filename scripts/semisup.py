@@ -227,6 +227,48 @@ def cmd_cause(args):
     save_record("cause", args.tag or "cause", args, trials, {})
 
 
+def cmd_arcs(args):
+    """Where the labels fall: per trial of the grid records given, the labeled
+    points on each ring, the widest arc of each ring without one (degrees,
+    from the centre) and the labeled points that the Bayes rule puts on the
+    other ring, beside that trial's ACC. The labels are the grid's own
+    (``partial_labels``); nothing here is fitted."""
+    from scipy.stats import spearmanr
+
+    from spectralnet_tf.datasets import rings, rings_bayes_rule
+
+    trials = []
+    for path in args.records:
+        with open(path) as f:
+            record = json.load(f)
+        for t in record["trials"]:
+            if not t["fraction"]:
+                continue
+            x, y = rings(t["n"], noise=t["noise"], seed=t["seed"], radii=(1.0, t["outer_radius"]))
+            known = partial_labels(y.astype(np.int64), t["fraction"], t["seed"])
+            out = {key: t[key] for key in ("n", "outer_radius", "noise", "seed")}
+            for ring, name in ((0, "inner"), (1, "outer")):
+                angle = np.sort(np.degrees(np.arctan2(x[known == ring, 1], x[known == ring, 0])))
+                out[f"{name}_labeled"] = int(angle.size)
+                out[f"{name}_widest_unlabeled_arc"] = (
+                    round(float(np.diff(np.r_[angle, angle[0] + 360.0]).max()), 1)
+                    if angle.size else 360.0)
+            # Labeled points on the other ring's side of the Bayes rule: their
+            # true labels pull the cut across the gap.
+            lab = known >= 0
+            radii = (1.0, t["outer_radius"])
+            out["labeled_across_bayes"] = int(
+                (rings_bayes_rule(x[lab], t["noise"], radii) != known[lab]).sum())
+            out["acc"] = t["acc"]
+            trials.append(out)
+    widest = [max(t["inner_widest_unlabeled_arc"], t["outer_widest_unlabeled_arc"]) for t in trials]
+    rho = spearmanr(widest, [t["acc"] for t in trials])
+    save_record("arcs", args.tag or "arcs", args, trials,
+                {"records": [os.path.basename(p) for p in args.records],
+                 "spearman_widest_arc_acc": round(float(rho.statistic), 3),
+                 "spearman_p": float(f"{rho.pvalue:.3g}")})
+
+
 def cmd_mnist(args):
     """The main job (``run.py --dset mnist``) with each labeled fraction, one
     run at a time in a subprocess with TensorFlow's default threads; each run
@@ -265,7 +307,11 @@ def cmd_table(args):
           + (f", f32 matmul {record['matmul_gflops']} GFLOP/s" if "matmul_gflops" in record else "")
           + (f", {record['processes']} processes of 1 thread" if record.get("processes", 1) > 1 else "")
           + ".\n")
-    if record["kind"] == "cause":  # one row per trial, every field
+    if record["kind"] == "arcs":
+        print(f"Spearman correlation of the widest unlabeled arc (either ring) with ACC over "
+              f"these {len(record['trials'])} trials: {record['spearman_widest_arc_acc']} "
+              f"(p = {record['spearman_p']:.2g}).\n")
+    if record["kind"] in ("cause", "arcs"):  # one row per trial, every field
         head = list(record["trials"][0])
         print("| " + " | ".join(head) + " |\n|" + " --- |" * len(head))
         for t in record["trials"]:
@@ -361,6 +407,10 @@ def main(argv=None):
         q.add_argument("--settings", type=_setting, nargs="+",
                        default=SETTINGS if name == "grid" else [(1.5, 0.11)],
                        help="OUTER_RADIUS/NOISE pairs")
+    q = sub.add_parser("arcs", help="labeled points and unlabeled arcs per grid trial")
+    q.add_argument("records", nargs="+", help="grid records")
+    q.add_argument("--tag", default=None)
+    q.add_argument("--results", default=os.path.join(ROOT, "benchmarks", "results"))
     q = sub.add_parser("mnist")
     q.add_argument("--fractions", type=float, nargs="+", default=[0.0, 0.001, 0.01, 0.02],
                    help="labeled fractions (0: the unsupervised run)")
@@ -374,7 +424,8 @@ def main(argv=None):
     q.add_argument("record", nargs="+")
     q.add_argument("--out", required=True)
     args = p.parse_args(argv)
-    {"grid": cmd_grid, "ablate": cmd_ablate, "cause": cmd_cause, "mnist": cmd_mnist,
+    {"grid": cmd_grid, "ablate": cmd_ablate, "cause": cmd_cause, "arcs": cmd_arcs,
+     "mnist": cmd_mnist,
      "table": cmd_table, "plot": cmd_plot}[args.command](args)
 
 

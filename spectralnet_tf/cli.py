@@ -121,6 +121,9 @@ def build_parser():
     run.add_argument("--resume", metavar="DIR",
                      help="continue the interrupted run in DIR from its last checkpoints, "
                           "with the arguments it was started with")
+    p.add_argument("--preset", choices=["paper"],
+                   help="start from the paper's settings (Appendix C; MNIST and Reuters) "
+                        "instead of this package's config for the data set")
     hp = p.add_argument_group("hyper-parameters (default: the data set's config, "
                               "else the SpectralNet default)")
     hp.add_argument("--hidden", type=_units, help="hidden ReLU layer sizes, e.g. 1024,1024,512")
@@ -199,7 +202,10 @@ def parse_args(argv=None):
 
 def build_config(args):
     """SpectralNet keyword arguments: the data set's config, then the flags."""
-    config = config_for(args.dset)
+    try:
+        config = config_for(args.dset, args.preset)
+    except ValueError as err:
+        raise UsageError(f"--preset {args.preset}: {err}") from None
     if args.hidden:
         config["hidden_units"] = tuple(args.hidden)
     for key in ("affinity", "n_nbrs", "scale_nbr", "scale", "laplacian", "batch_size",

@@ -18,7 +18,7 @@ from .centroids import centroid_distances, fit_centroids, nearest_centroid
 from .export import export_saved_model, load_estimator, save_estimator
 from .losses import LAPLACIANS
 from .networks import OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
-from .siamese import build_siamese, make_pairs, train_siamese
+from .siamese import SIAMESE_OUTPUT_ACTIVATIONS, build_siamese, make_pairs, train_siamese
 from .streaming import is_lazy, map_batches
 from .train import GRADIENTS, INITS, train_spectralnet
 
@@ -238,8 +238,11 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         SpectralNet and the Siamese net are trained on the codes, computed once.
         ``model_``, ``transform``, ``predict`` and the exports take raw input.
     siamese_hidden_units : tuple of int, default=(1024, 1024, 512, 10)
-        Layers of the Siamese net (paper Table 3): ReLU, except a linear output
-        layer (see ``siamese.build_siamese``).
+        Layers of the Siamese net (paper Table 3): ReLU, except the output
+        layer (``siamese_output_activation``).
+    siamese_output_activation : {"linear", "relu"}, default="linear"
+        The Siamese output layer's activation. The paper's is ReLU; on MNIST
+        codes it left half of the output units dead (``siamese.build_siamese``).
     siamese_n_nbrs : int, default=2
         Positive pairs per point: its nearest neighbours (paper: 2 on MNIST).
     siamese_positives_per_point : int or None, default=None
@@ -343,6 +346,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         affinity_embedding=None,
         encoder=None,
         siamese_hidden_units=(1024, 1024, 512, 10),
+        siamese_output_activation="linear",
         siamese_n_nbrs=2,
         siamese_positives_per_point=None,
         siamese_batch_size=128,
@@ -377,6 +381,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self.affinity_embedding = affinity_embedding
         self.encoder = encoder
         self.siamese_hidden_units = siamese_hidden_units
+        self.siamese_output_activation = siamese_output_activation
         self.siamese_n_nbrs = siamese_n_nbrs
         self.siamese_positives_per_point = siamese_positives_per_point
         self.siamese_batch_size = siamese_batch_size
@@ -433,6 +438,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         _check_positive("min_lr", self.min_lr)
         if isinstance(emb, str) and emb == "siamese":
             _check_units("siamese_hidden_units", self.siamese_hidden_units)
+            _check_choice("siamese_output_activation", self.siamese_output_activation,
+                          SIAMESE_OUTPUT_ACTIVATIONS)
             _check_int("siamese_n_nbrs", self.siamese_n_nbrs, 1)
             if self.siamese_positives_per_point is not None:
                 _check_int("siamese_positives_per_point", self.siamese_positives_per_point, 1)
@@ -659,6 +666,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                            positives_per_point=self.siamese_positives_per_point)
         with self._strategy().scope():
             self.siamese_ = build_siamese(z_train.shape[1], tuple(self.siamese_hidden_units),
+                                          output_activation=self.siamese_output_activation,
                                           seed=seed)
         self.siamese_history_ = train_siamese(
             self.siamese_, z_train, pairs, batch_size=self.siamese_batch_size,

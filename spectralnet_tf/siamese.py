@@ -90,9 +90,14 @@ def _labeled_pairs(labels, rng):
             [np.asarray(flag, np.float32)])
 
 
-def build_siamese(input_dim, hidden_units=(1024, 1024, 512, 10), seed=0):
-    """The Siamese branch G, shared by both sides of a pair: ReLU layers and a
-    linear output layer of size ``hidden_units[-1]``.
+#: Activations of the Siamese output layer: ours, and the paper's Table 3.
+SIAMESE_OUTPUT_ACTIVATIONS = ("linear", "relu")
+
+
+def build_siamese(input_dim, hidden_units=(1024, 1024, 512, 10), seed=0, output_activation="linear"):
+    """The Siamese branch G, shared by both sides of a pair: ReLU layers and an
+    output layer of size ``hidden_units[-1]``, linear unless
+    ``output_activation="relu"`` (the paper's, ``--preset paper``).
 
     The paper's Table 3 ends in a ReLU; on MNIST codes (10,000 points, 15
     epochs) that left 5 of 10 output units dead and the 10-NN label purity of
@@ -102,7 +107,8 @@ def build_siamese(input_dim, hidden_units=(1024, 1024, 512, 10), seed=0):
     *hidden, out = hidden_units
     layers = dense_stack(hidden, "relu", seed, "siamese")
     layers.append(keras.layers.Dense(
-        out, kernel_initializer=keras.initializers.GlorotUniform(seed=seed + len(hidden)),
+        out, activation=None if output_activation == "linear" else output_activation,
+        kernel_initializer=keras.initializers.GlorotUniform(seed=seed + len(hidden)),
         name="siamese_out"))
     return keras.Sequential([keras.Input((input_dim,), name="x"), *layers], name="siamese")
 

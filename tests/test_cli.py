@@ -43,6 +43,8 @@ def _fails(argv, capsys):
         (["--batch-size", "5000"], "batch_size=5000 is larger than the 1350 training points"),
         (["--split"], "--split is defined for --dset mnist"),
         (["--space", "code"], "--space code needs an autoencoder"),
+        (["--preset", "paper"], "--preset paper: preset 'paper' has settings for ['mnist', "
+                                "'reuters'] only, got dset='moons'"),
     ],
 )
 def test_bad_flag_values_are_one_line_and_make_no_run_directory(flags, message, tmp_path, capsys):

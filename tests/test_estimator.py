@@ -99,6 +99,8 @@ def _x(n=200, d=2):
         (_x(), dict(n_nbrs=3, batch_size=3), r"minibatch has batch_size=3 points"),
         (_x(), dict(affinity_embedding="siamese", siamese_hidden_units=()),
          r"siamese_hidden_units=\(\)"),
+        (_x(), dict(affinity_embedding="siamese", siamese_output_activation="sigmoid"),
+         r"siamese_output_activation must be one of .*got siamese_output_activation='sigmoid'"),
     ],
 )
 def test_bad_input_gets_a_clear_value_error(X, kwargs, match):

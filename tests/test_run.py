@@ -29,6 +29,22 @@ def test_run_writes_results_and_plots(tmp_path):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_paper_preset_is_appendix_c_and_flags_still_override():
+    config = cli.build_config(cli.parse_args(["--dset", "mnist", "--preset", "paper"]))
+    # Tables 3 and 4, Appendix C (MNIST).
+    assert config["hidden_units"] == (1024, 1024, 512) and config["output_activation"] == "tanh"
+    assert config["siamese_hidden_units"] == (1024, 1024, 512, 10)
+    assert config["siamese_output_activation"] == "relu" and config["siamese_n_nbrs"] == 2
+    assert (config["n_nbrs"], config["scale_nbr"], config["scale"]) == (2, 1, "global")
+    assert (config["batch_size"], config["ortho_batch_size"], config["siamese_batch_size"]) == (1024, 1024, 128)
+    assert config["learning_rate"] == config["siamese_learning_rate"] == 1e-3
+    assert config["patience"] == 10 and config["min_lr"] == 1e-8 and config["init"] == "random"
+    over = cli.build_config(cli.parse_args(["--dset", "mnist", "--preset", "paper", "--n-nbrs", "5"]))
+    assert over["n_nbrs"] == 5 and over["scale_nbr"] == 1
+    # Without the preset, this package's MNIST config.
+    assert cli.build_config(cli.parse_args(["--dset", "mnist"]))["output_activation"] == "linear"
+
+
 def test_flags_override_the_dataset_config():
     config = cli.build_config(cli.parse_args(
         ["--dset", "mnist", "--siamese-nbrs", "3", "--siamese-epochs", "7"]))

@@ -80,3 +80,11 @@ def test_positives_per_point_above_n_nbrs_is_refused():
     x, _ = _blobs()
     with pytest.raises(ValueError, match="positives_per_point=3"):
         make_pairs(x, n_nbrs=2, neighbors="exact", positives_per_point=3)
+
+
+def test_paper_relu_output_layer_is_nonnegative_and_linear_is_not():
+    x = np.random.default_rng(0).normal(size=(256, 5)).astype(np.float32)
+    relu = build_siamese(5, (16, 8), seed=0, output_activation="relu")(x).numpy()
+    linear = build_siamese(5, (16, 8), seed=0)(x).numpy()
+    assert relu.min() == 0.0 and linear.min() < 0.0
+    np.testing.assert_allclose(relu, np.maximum(linear, 0.0), rtol=1e-6)  # same weights
