@@ -21,6 +21,7 @@ the difference grows as between two single-device runs with oneDNN on and off
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -261,8 +262,10 @@ def test_cli_worker_killed_fails_the_run_in_one_line_and_resume_finishes(tmp_pat
     assert results["epochs"] == 8 and done_epochs < 8
     assert results["config"]["distribute"] == {"strategy": "MultiWorkerMirroredStrategy",
                                                "replicas": 2}
-    summaries = [o.strip().splitlines()[-1] for o, _ in outs]
-    assert summaries[0] == summaries[1]  # both workers trained the same model
+    # Both workers trained the same model: their summaries agree but for the
+    # wall time each one took (" | 18s -> ...").
+    summaries = [re.sub(r" \| \d+s -> ", " | -> ", o.strip().splitlines()[-1]) for o, _ in outs]
+    assert summaries[0] == summaries[1] and "ACC=" in summaries[0]
 
 
 @pytest.mark.slow
