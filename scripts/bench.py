@@ -84,7 +84,8 @@ def _printed(fn, *args):
     return buffer.getvalue().strip()
 
 
-def _heading(record):
+def record_heading(record):
+    """A record's first line: its command, commit, date and machine."""
     return (f"`{record['command']}`, commit {record['commit']}, {record['date']}, "
             f"{record['machine']}")
 
@@ -102,7 +103,7 @@ def render(renderer, paths):
         "semisup": lambda p: _printed(semisup.cmd_table, one(record=p)),
         "distributed": lambda p: _printed(distributed.table, one(record=p)),
         "vc": lambda p: _printed(vc_check.table, p),
-        "rows": lambda p: (lambda r: f"{_heading(r)}\n\n{rows_table(r)}")(_load(p)),
+        "rows": lambda p: (lambda r: f"{record_heading(r)}\n\n{rows_table(r)}")(_load(p)),
     }
     if renderer in per_record:
         return "\n\n".join(per_record[renderer](p) for p in paths)
@@ -112,7 +113,7 @@ def render(renderer, paths):
         return _printed(saddle.mnist_status, paths)
     if renderer == "distributed-scaling":  # an overhead record, then a split record
         overhead, split = paths
-        return (_heading(_load(split)) + "\n\n" + _printed(distributed.scaling, one(
+        return (record_heading(_load(split)) + "\n\n" + _printed(distributed.scaling, one(
             overhead=overhead, split=split, gbs=100.0, latency_us=20.0)))
     raise ValueError(f"unknown renderer {renderer!r} in a report block")
 

@@ -303,10 +303,11 @@ def drift_one(args):
 
 # ------------------------------------------------------------------ reading records
 def table(args):
+    from bench import record_heading
+
     with open(args.record) as f:
         record = json.load(f)
-    print(f"`{record['command']}`, commit {record['commit']}, {record['date']}, "
-          f"{record['machine']}\n")
+    print(record_heading(record) + "\n")
     if record["kind"] == "edges":
         print("| oneDNN | entries of W compared | kNN edges that differ | largest difference |")
         print("| --- | --- | --- | --- |")

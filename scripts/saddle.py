@@ -192,6 +192,7 @@ def cmd_mnist(args):
 def cmd_table(args):
     """Markdown: a retrain record's three rows, or a subset record's summary."""
     import numpy as np
+    from bench import record_heading
 
     mnist_rows = []
     for path in args.records:
@@ -199,7 +200,7 @@ def cmd_table(args):
             r = json.load(f)
         r.setdefault("kind", "mnist")  # issue 12's first records (run.py results) had none
         if r["kind"] != "mnist":
-            print(f"`{r['command']}`, commit {r['commit']}, {r['date']}, {r['machine']}\n")
+            print(record_heading(r) + "\n")
         if r["kind"] == "mnist":
             mnist_rows.append(r)
             continue

@@ -32,7 +32,7 @@ ROOT = os.path.dirname(HERE)
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, HERE)  # the sibling script's machine line and matmul rate
-from bench import machine, matmul_rate  # noqa: E402
+from bench import machine, matmul_rate, record_heading  # noqa: E402
 
 #: (outer radius, noise): from 0.08 up to the largest noise at which the Bayes
 #: rule still reaches >= 0.985 (0.9885 at 1.5 / 0.11; 0.9882 at 2.0 / 0.22).
@@ -303,7 +303,7 @@ def _groups(trials, keys):
 def cmd_table(args):
     with open(args.record) as f:
         record = json.load(f)
-    print(f"`{record['command']}`, commit {record['commit']}, {record['date']}, {record['machine']}"
+    print(record_heading(record)
           + (f", f32 matmul {record['matmul_gflops']} GFLOP/s" if "matmul_gflops" in record else "")
           + (f", {record['processes']} processes of 1 thread" if record.get("processes", 1) > 1 else "")
           + ".\n")

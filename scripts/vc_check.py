@@ -40,9 +40,11 @@ def table(path):
     """A record's heading line and table."""
     import json
 
+    from bench import record_heading
+
     with open(path) as f:
         r = json.load(f)
-    print(f"`{r['command']}`, commit {r['commit']}, {r['date']}, {r['machine']}\n")
+    print(record_heading(r) + "\n")
     print_rows(r["rows"], r["sigma_fraction"])
 
 
