@@ -1,0 +1,173 @@
+#!/usr/bin/env python
+"""Unsupervised model selection (paper Sec. 5): fit a grid of settings and
+choose by a label-free criterion; the labels are recorded beside each trial,
+for the correlation only.
+
+    python scripts/selection.py digits --grid net        # paper's protocol: the net and its
+                                                      # learning rate vary, the affinity is fixed
+    python scripts/selection.py digits --grid affinity   # neighbours and scale vary (eigengap)
+    python scripts/selection.py mnist --n 10000 --grid net
+    python scripts/selection.py table RECORD.json ...
+
+``--grid net`` varies the architecture (hidden layers, the activation before
+Orthonorm) and the learning rate, and chooses by the validation loss (paper
+Appendix C: the correlation across such runs was -0.771). ``--grid affinity``
+varies the number of neighbours, the kind of scale and, on MNIST, whether the
+Siamese distance is used; the validation loss is then not comparable, so it
+chooses by the eigengap (``spectralnet_tf.selection``). On MNIST the points are
+a random subset of the codes of the package's 70k autoencoder, and the Siamese
+net is trained once on them and then held fixed, as in the paper's protocol.
+Each run writes a record to ``benchmarks/results/`` unless ``--no-record``.
+(Not named select.py: from scripts/ that would shadow Python's own ``select``
+module, which ``subprocess`` imports.)
+"""
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+#: The grids, fixed before any run. "net": architecture and learning rate
+#: (the paper's protocol); "affinity": what changes the graph.
+GRIDS = {
+    "net": {"hidden_units": [(256, 128), (512, 512, 256), (1024, 1024, 512)],
+            "output_activation": ["tanh", "linear"],
+            "learning_rate": [1e-4, 1e-3]},
+    "affinity": {"n_nbrs": [5, 10, 30], "scale": ["global", "local"]},
+}
+CRITERION = {"net": "val_loss", "affinity": "eigengap"}
+SIAMESE_KEYS = ("siamese_hidden_units", "siamese_n_nbrs", "siamese_batch_size",
+                "siamese_max_epochs", "siamese_output_activation", "siamese_learning_rate",
+                "siamese_positives_per_point")
+
+
+def mnist_setup(n, seed, grid):
+    """Codes of a random n of MNIST's 70k, the mnist config with a Siamese net
+    trained once on them (fixed for every trial), and the labels."""
+    import numpy as np
+
+    from spectralnet_tf.autoencoder import load_encoder
+    from spectralnet_tf.configs import config_for
+    from spectralnet_tf.datasets import mnist
+    from spectralnet_tf.distribute import map_rows
+    from spectralnet_tf.resources import pretrained_path
+    from spectralnet_tf.siamese import build_siamese, make_pairs, train_siamese
+
+    x, y = mnist()
+    rows = np.sort(np.random.default_rng(seed).choice(len(y), n, replace=False))
+    codes = map_rows(load_encoder(pretrained_path("ae_mnist_weights.h5")), x[rows])
+    config = config_for("mnist")
+    siamese = build_siamese(codes.shape[1], config["siamese_hidden_units"], seed=seed)
+    pairs = make_pairs(codes, config["siamese_n_nbrs"], seed=seed)
+    train_siamese(siamese, codes, pairs, batch_size=config["siamese_batch_size"],
+                  epochs=config["siamese_max_epochs"], seed=seed, verbose=0)
+    params = {k: v for k, v in config.items() if k not in SIAMESE_KEYS}
+    params["affinity_embedding"] = siamese
+    grid = dict(GRIDS[grid])
+    if "n_nbrs" in grid:  # does the Siamese distance itself help? (None: Euclidean on codes)
+        grid["affinity_embedding"] = [None, siamese]
+    return codes, y[rows], params, grid
+
+
+def run(args):
+    from spectralnet_tf import SpectralNet
+    from spectralnet_tf.configs import config_for
+    from spectralnet_tf.datasets import load_dataset
+    from spectralnet_tf.selection import UnsupervisedSearch
+
+    if args.dset == "mnist":
+        x, y, params, grid = mnist_setup(args.n, args.seed, args.grid)
+        k = 10
+    else:
+        x, y, k = load_dataset(args.dset, seed=args.seed)
+        params, grid = config_for(args.dset), GRIDS[args.grid]
+    search = UnsupervisedSearch(SpectralNet(n_clusters=k, random_state=args.seed, **params),
+                                grid, criterion=CRITERION[args.grid], verbose=1)
+    search.fit(x, report_labels=y)
+    trials = [{**t, "params": {name: describe(v) for name, v in t["params"].items()}}
+              for t in search.trials_]
+    record = {"kind": "select", "dset": args.dset, "n": int(len(x)), "seed": args.seed,
+              "grid": args.grid, "criterion": CRITERION[args.grid], "trials": trials,
+              "best_index": search.best_index_, "correlation": search.correlation_}
+    print_table(record)
+    if not args.no_record:
+        from distributed import save_record
+
+        save_record(f"select-{args.dset}-{args.grid}" + (f"-n{args.n}" if args.n else ""),
+                    record, issue="issue18")
+    return record
+
+
+def describe(value):
+    """A JSON-able name for a grid value (the fixed Siamese net: "siamese")."""
+    if value is None or isinstance(value, (int, float, str)):
+        return value
+    if isinstance(value, tuple):
+        return "-".join(str(v) for v in value)
+    return "siamese"
+
+
+def print_table(record):
+    """Markdown: one row per trial, the chosen one in bold, then the correlations."""
+    crit = record["criterion"]
+    names = list(record["trials"][0]["params"])
+    extra = ["lambda_k", "lambda_k1"] if crit == "eigengap" else []
+    print("| " + " | ".join([*names, crit, *extra, "ACC", "NMI", "epochs", "s"]) + " |")
+    print("|" + " --- |" * (len(names) + len(extra) + 5))
+    for i, t in enumerate(record["trials"]):
+        mark = "**" if i == record["best_index"] else ""
+        cells = [str(t["params"][name]) for name in names]
+        cells += [f"{mark}{t[crit]:.4g}{mark}", *(f"{t[e]:.4g}" for e in extra),
+                  f"{mark}{t['acc']:.4f}{mark}", f"{t['nmi']:.4f}", str(t["epochs"]),
+                  str(t["seconds"])]
+        print("| " + " | ".join(cells) + " |")
+    accs = sorted(t["acc"] for t in record["trials"])
+    c = record["correlation"]
+    print(f"\nChosen by {crit} (bold): ACC {record['trials'][record['best_index']]['acc']:.4f}; "
+          f"over the {len(accs)} trials ACC ranges {accs[0]:.4f}–{accs[-1]:.4f} "
+          f"(median {accs[len(accs) // 2]:.4f}). Correlation of {crit} with ACC: "
+          f"Pearson {c['pearson']:.3f}, Spearman {c['spearman']:.3f}.")
+
+
+def table(args):
+    import json
+
+    from bench import record_heading
+
+    for path in args.records:
+        with open(path) as f:
+            record = json.load(f)
+        print(record_heading(record) + "\n")
+        print_table(record)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    q = sub.add_parser("table", help="print records' tables")
+    q.add_argument("records", nargs="+")
+    for dset in ("digits", "mnist"):
+        q = sub.add_parser(dset, help=f"search on {dset}")
+        q.add_argument("--grid", choices=sorted(GRIDS), required=True)
+        if dset == "mnist":
+            q.add_argument("--n", type=int, default=10000,
+                           help="a random subset of the 70k digits (default 10000)")
+        q.add_argument("--seed", type=int, default=0, help="the subset, hold-out and weights")
+        q.add_argument("--no-record", action="store_true", help="print only")
+    args = p.parse_args(argv)
+    if args.cmd == "table":
+        return table(args)
+    args.dset = args.cmd
+    args.n = getattr(args, "n", None)
+    if args.n is not None and not 100 <= args.n <= 70000:
+        p.error(f"--n must be in [100, 70000], got {args.n}")
+    if args.seed < 0:
+        p.error(f"--seed must be >= 0, got {args.seed}")
+    return run(args)
+
+
+if __name__ == "__main__":
+    main()

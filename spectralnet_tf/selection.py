@@ -1,0 +1,228 @@
+"""Unsupervised model selection (paper Sec. 5 and Appendix C): choose
+SpectralNet's hyper-parameters by a label-free criterion.
+
+The paper varied the net architecture and the learning-rate policy with the
+Siamese net and sigma held fixed, and chose by the validation loss: across
+those MNIST runs its correlation with accuracy was -0.771. A criterion is a
+small class with one interface (``check`` the varied parameters, then score
+a fitted estimator, ``greater_is_better`` saying which way is better):
+
+- ``ValidationLoss``: the final validation loss. It is comparable only when
+  the trials share the affinity, the loss and the hold-out, so a grid that
+  varies anything else is refused.
+- ``Eigengap``: for choices that change the affinity (neighbours, scale,
+  Siamese net, code space), where the loss is not comparable: the relative
+  gap 1 - lambda_k / lambda_{k+1} of the normalized Laplacian of each trial's
+  own affinity on one fixed random subsample (the eigengap heuristic of
+  spectral clustering: k well-separated clusters give lambda_k near 0 and
+  lambda_{k+1} well above it). Whether it tracks accuracy is measured, not
+  assumed (BENCHMARKS.md, issue 18).
+
+Labels, where given to ``fit``, are recorded beside each trial for
+reporting; they never enter the choice.
+"""
+
+import time
+
+import numpy as np
+import scipy.stats
+from sklearn.model_selection import ParameterGrid, ParameterSampler
+
+from .distribute import map_rows
+from .metrics import acc, nmi
+from .spectral import laplacian_matrix, smallest_eigenvectors
+
+#: Parameters that leave the validation loss comparable between trials: the
+#: net and how it is trained. Everything else changes the affinity, the loss
+#: or the hold-out (random_state draws the hold-out).
+LOSS_COMPARABLE = frozenset({
+    "hidden_units", "output_activation", "learning_rate", "patience", "min_lr",
+    "max_epochs", "steps_per_epoch", "ortho_batch_size", "gradient", "init", "verbose",
+})
+
+
+class ValidationLoss:
+    """The estimator's validation loss after its last epoch (lower is better)."""
+
+    name = "val_loss"
+    greater_is_better = False
+
+    def check(self, varied):
+        other = sorted(set(varied) - LOSS_COMPARABLE)
+        if other:
+            raise ValueError(
+                f"criterion='val_loss' compares the validation loss of trials that share "
+                f"the affinity, the loss and the hold-out, but the search varies {other}; "
+                f"vary only {sorted(LOSS_COMPARABLE)}, or use criterion='eigengap'."
+            )
+
+    def prepare(self, X, encoder, rng):
+        """Nothing to fix in advance."""
+
+    def __call__(self, net):
+        return {"val_loss": float(net.history_["val_loss"][-1])}
+
+
+class Eigengap:
+    """The relative eigengap ``1 - lambda_k / lambda_{k+1}`` of the normalized
+    Laplacian of each trial's fitted affinity (its kNN graph) on a fixed
+    random subsample of ``n_samples`` points of X (higher is better; 0 when
+    the graph falls into more than k pieces). Relative, and of the normalized
+    Laplacian, so that neither the kernel's scale nor a denser graph (more
+    neighbours: every eigenvalue larger) decides by itself. The absolute gap
+    is recorded beside it ("eigengap_abs")."""
+
+    name = "eigengap"
+    greater_is_better = True
+
+    def __init__(self, n_samples=2000):
+        self.n_samples = n_samples
+
+    def check(self, varied):
+        """Any parameter may vary."""
+
+    def prepare(self, X, encoder, rng):
+        n = len(X)
+        rows = np.sort(rng.choice(n, min(self.n_samples, n), replace=False))
+        subset = np.asarray(X[rows], np.float32)
+        self.codes_ = subset if encoder is None else map_rows(encoder, subset)
+
+    def __call__(self, net):
+        k = net.n_clusters
+        w = net.affinity_.graph(self.codes_)
+        vals, _ = smallest_eigenvectors(laplacian_matrix(w, "normalized"), k + 1)
+        low, high = float(vals[k - 1]), float(vals[k])
+        return {"eigengap": 1.0 - low / high if high > 0 else 0.0, "eigengap_abs": high - low,
+                "lambda_k": low, "lambda_k1": high}
+
+
+CRITERIA = {"val_loss": ValidationLoss, "eigengap": Eigengap}
+
+
+class UnsupervisedSearch:
+    """Grid or random search over SpectralNet parameters, choosing by a
+    label-free criterion (paper Sec. 5).
+
+    Parameters
+    ----------
+    estimator : SpectralNet
+        The settings every trial starts from; its ``random_state`` must be an
+        int, so that every trial holds out the same validation points and,
+        for "eigengap", scores the same subsample.
+    param_grid : dict or list of dicts
+        As ``sklearn.model_selection.ParameterGrid``; with ``n_iter`` set,
+        distributions for ``ParameterSampler`` instead (random search).
+    criterion : {"val_loss", "eigengap"} or criterion object, default="val_loss"
+        See the module docstring. "val_loss" refuses a grid that varies
+        parameters outside ``LOSS_COMPARABLE``.
+    n_iter : int or None, default=None
+        None: every setting of the grid. An int: that many random settings.
+    verbose : int, default=0
+        1: one line per trial.
+
+    Attributes
+    ----------
+    trials_ : list of dict
+        Per trial: "params", the criterion's values, "score" (the criterion,
+        signed so that higher is better), "seconds", and "acc"/"nmi" when
+        ``fit`` got ``report_labels``.
+    best_index_, best_params_, best_score_ : the chosen trial.
+    best_estimator_ : SpectralNet
+        The chosen trial's fitted estimator (the others are not kept).
+    correlation_ : dict
+        With ``report_labels``: Pearson's and Spearman's correlation between
+        the criterion's value and ACC across the trials.
+
+    Examples
+    --------
+    >>> from spectralnet_tf import SpectralNet
+    >>> search = UnsupervisedSearch(
+    ...     SpectralNet(n_clusters=10, random_state=0),
+    ...     {"hidden_units": [(256, 128), (512, 512, 256)], "learning_rate": [1e-4, 1e-3]})
+    >>> search.fit(X).best_params_          # doctest: +SKIP
+    {'hidden_units': (512, 512, 256), 'learning_rate': 0.001}
+    """
+
+    def __init__(self, estimator, param_grid, *, criterion="val_loss", n_iter=None, verbose=0):
+        self.estimator = estimator
+        self.param_grid = param_grid
+        self.criterion = criterion
+        self.n_iter = n_iter
+        self.verbose = verbose
+
+    def _settings(self, seed):
+        if self.n_iter is None:
+            return list(ParameterGrid(self.param_grid))
+        if not isinstance(self.n_iter, int) or isinstance(self.n_iter, bool) or self.n_iter < 1:
+            raise ValueError(f"n_iter must be None or an int >= 1, got n_iter={self.n_iter!r}.")
+        return list(ParameterSampler(self.param_grid, self.n_iter, random_state=seed))
+
+    def _criterion(self):
+        if isinstance(self.criterion, str):
+            if self.criterion not in CRITERIA:
+                raise ValueError(f"criterion must be one of {sorted(CRITERIA)} or a criterion "
+                                 f"object, got criterion={self.criterion!r}.")
+            return CRITERIA[self.criterion]()
+        if not all(hasattr(self.criterion, a) for a in ("check", "prepare", "greater_is_better")):
+            raise ValueError("a criterion object needs check, prepare, __call__ and "
+                             f"greater_is_better, got criterion={self.criterion!r}.")
+        return self.criterion
+
+    def fit(self, X, y=None, *, report_labels=None):
+        """Fit one estimator per setting and choose by the criterion alone.
+        ``y`` is ignored (as by scikit-learn's clusterers); ``report_labels``,
+        if given, are scored against each trial for the record only."""
+        seed = self.estimator.random_state
+        if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+            raise ValueError(
+                "estimator.random_state must be an int, so that every trial holds out the "
+                f"same validation points, got random_state={seed!r}."
+            )
+        if report_labels is not None and len(report_labels) != len(X):
+            raise ValueError(f"report_labels has {len(report_labels)} entries for "
+                             f"{len(X)} rows of X.")
+        criterion = self._criterion()
+        settings = self._settings(int(seed))
+        varied = sorted({name for s in settings for name in s})
+        if "random_state" in varied:
+            raise ValueError("param_grid must not vary 'random_state': it draws the hold-out "
+                             "and the subsample the trials are compared on.")
+        criterion.check(varied)
+        criterion.prepare(X, self.estimator.encoder, np.random.default_rng(int(seed)))
+        base = self.estimator.get_params(deep=False)
+        self.trials_, best = [], None
+        for params in settings:
+            # Not sklearn.clone: an encoder or a fixed Siamese net is shared, not copied.
+            net = type(self.estimator)(**{**base, **params})
+            start = time.perf_counter()
+            net.fit(X)
+            trial = {"params": params, **criterion(net),
+                     "epochs": len(net.history_["val_loss"]),
+                     "seconds": round(time.perf_counter() - start, 1)}
+            value = trial[criterion.name]
+            trial["score"] = value if criterion.greater_is_better else -value
+            if report_labels is not None:
+                trial["acc"], trial["nmi"] = acc(report_labels, net.labels_), nmi(report_labels, net.labels_)
+            if best is None or trial["score"] > self.trials_[best]["score"]:
+                best, self.best_estimator_ = len(self.trials_), net
+            self.trials_.append(trial)
+            if self.verbose:
+                print(" ".join(f"{k}={v}" for k, v in trial.items()), flush=True)
+        self.best_index_ = best
+        self.best_params_ = self.trials_[best]["params"]
+        self.best_score_ = self.trials_[best]["score"]
+        self.correlation_ = (correlation([t[criterion.name] for t in self.trials_],
+                                         [t["acc"] for t in self.trials_])
+                             if report_labels is not None else {})
+        return self
+
+
+def correlation(values, accuracies):
+    """Pearson's and Spearman's correlation of a criterion with ACC (NaN with
+    fewer than 3 trials or a constant column)."""
+    values, accuracies = np.asarray(values, float), np.asarray(accuracies, float)
+    if len(values) < 3 or np.ptp(values) == 0 or np.ptp(accuracies) == 0:
+        return {"pearson": float("nan"), "spearman": float("nan"), "trials": len(values)}
+    return {"pearson": float(scipy.stats.pearsonr(values, accuracies)[0]),
+            "spearman": float(scipy.stats.spearmanr(values, accuracies)[0]),
+            "trials": len(values)}
