@@ -7,6 +7,7 @@ for the correlation only.
                                                       # learning rate vary, the affinity is fixed
     python scripts/selection.py digits --grid affinity   # neighbours and scale vary (eigengap)
     python scripts/selection.py mnist --n 10000 --grid net
+    python scripts/selection.py codes --split all WEIGHTS.h5 ...   # autoencoder recipes
     python scripts/selection.py table RECORD.json ...
 
 ``--grid net`` varies the architecture (hidden layers, the activation before
@@ -17,7 +18,11 @@ Siamese distance is used; the validation loss is then not comparable, so it
 chooses by the eigengap (``spectralnet_tf.selection``). On MNIST the points are
 a random subset of the codes of the package's 70k autoencoder, and the Siamese
 net is trained once on them and then held fixed, as in the paper's protocol.
-Each run writes a record to ``benchmarks/results/`` unless ``--no-record``.
+``codes`` compares autoencoders (code spaces) the same label-free way: the
+eigengap of the kNN graph of the mnist config (10 neighbours, local scale
+from the 5th; Euclidean on the codes, no Siamese net) on one random subset of
+the digits the autoencoders trained on (``--split train``: the first 60k, so
+no test digit is looked at). Each run writes a record to ``benchmarks/results/`` unless ``--no-record``.
 (Not named select.py: from scripts/ that would shadow Python's own ``select``
 module, which ``subprocess`` imports.)
 """
@@ -100,6 +105,54 @@ def run(args):
     return record
 
 
+def codes(args):
+    """The eigengap of each autoencoder's code graph on the same digits; k-means
+    and exact spectral clustering ACC beside it, for the record only."""
+    import hashlib
+
+    import numpy as np
+
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.autoencoder import load_encoder
+    from spectralnet_tf.centroids import centroid_distances, fit_centroids, nearest_centroid
+    from spectralnet_tf.datasets import MNIST_N_TRAIN, mnist
+    from spectralnet_tf.distribute import map_rows
+    from spectralnet_tf.metrics import acc, nmi
+    from spectralnet_tf.selection import relative_eigengap
+    from spectralnet_tf.spectral import cluster_graph
+
+    x, y = mnist()
+    pool = MNIST_N_TRAIN if args.split == "train" else len(y)
+    rows = np.sort(np.random.default_rng(args.seed).choice(pool, args.n, replace=False))
+    trials = []
+    for path in args.weights:
+        z = map_rows(load_encoder(path), x[rows])
+        affinity = GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local").fit(
+            z, 1024, seed=args.seed)
+        w = affinity.graph(z)
+        sc, _ = cluster_graph(w, 10, "normalized", random_state=args.seed)
+        km = nearest_centroid(centroid_distances(z, fit_centroids(z, 10, args.seed))).numpy()
+        with open(path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()[:12]
+        trials.append({"params": {"weights": os.path.basename(path), "sha256": digest},
+                       **relative_eigengap(w, 10), "acc": acc(y[rows], sc), "nmi": nmi(y[rows], sc),
+                       "kmeans_acc": acc(y[rows], km)})
+        print(trials[-1], flush=True)
+    from spectralnet_tf.selection import correlation
+
+    best = int(np.argmax([t["eigengap"] for t in trials]))
+    record = {"kind": "select", "dset": "mnist", "n": args.n, "seed": args.seed,
+              "split": args.split, "grid": "codes", "criterion": "eigengap", "trials": trials,
+              "best_index": best,
+              "correlation": correlation([t["eigengap"] for t in trials], [t["acc"] for t in trials])}
+    print_table(record)
+    if not args.no_record:
+        from distributed import save_record
+
+        save_record(f"select-codes-{args.split}", record, issue="issue18")
+    return record
+
+
 def describe(value):
     """A JSON-able name for a grid value (the fixed Siamese net: "siamese")."""
     if value is None or isinstance(value, (int, float, str)):
@@ -114,14 +167,16 @@ def print_table(record):
     crit = record["criterion"]
     names = list(record["trials"][0]["params"])
     extra = ["lambda_k", "lambda_k1"] if crit == "eigengap" else []
-    print("| " + " | ".join([*names, crit, *extra, "ACC", "NMI", "epochs", "s"]) + " |")
-    print("|" + " --- |" * (len(names) + len(extra) + 5))
+    codes_ = record["grid"] == "codes"  # exact SC of the code graph, k-means; no training
+    last = ["exact SC ACC", "NMI", "k-means ACC"] if codes_ else ["ACC", "NMI", "epochs", "s"]
+    print("| " + " | ".join([*names, crit, *extra, *last]) + " |")
+    print("|" + " --- |" * (len(names) + len(extra) + len(last) + 1))
     for i, t in enumerate(record["trials"]):
         mark = "**" if i == record["best_index"] else ""
         cells = [str(t["params"][name]) for name in names]
         cells += [f"{mark}{t[crit]:.4g}{mark}", *(f"{t[e]:.4g}" for e in extra),
-                  f"{mark}{t['acc']:.4f}{mark}", f"{t['nmi']:.4f}", str(t["epochs"]),
-                  str(t["seconds"])]
+                  f"{mark}{t['acc']:.4f}{mark}", f"{t['nmi']:.4f}"]
+        cells += ([f"{t['kmeans_acc']:.4f}"] if codes_ else [str(t["epochs"]), str(t["seconds"])])
         print("| " + " | ".join(cells) + " |")
     accs = sorted(t["acc"] for t in record["trials"])
     c = record["correlation"]
@@ -149,6 +204,13 @@ def main(argv=None):
     sub = p.add_subparsers(dest="cmd", required=True)
     q = sub.add_parser("table", help="print records' tables")
     q.add_argument("records", nargs="+")
+    q = sub.add_parser("codes", help="compare autoencoders by the eigengap of their code graph")
+    q.add_argument("weights", nargs="+", help="autoencoder weight files (HDF5)")
+    q.add_argument("--split", choices=["all", "train"], required=True,
+                   help="the digits they trained on: all 70k, or the first 60k")
+    q.add_argument("--n", type=int, default=10000, help="random digits scored (default 10000)")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--no-record", action="store_true", help="print only")
     for dset in ("digits", "mnist"):
         q = sub.add_parser(dset, help=f"search on {dset}")
         q.add_argument("--grid", choices=sorted(GRIDS), required=True)
@@ -160,6 +222,13 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.cmd == "table":
         return table(args)
+    if args.cmd == "codes":
+        if not 100 <= args.n <= 60000:
+            p.error(f"--n must be in [100, 60000], got {args.n}")
+        missing = [w for w in args.weights if not os.path.exists(w)]
+        if missing:
+            p.error(f"weights: no such file {missing[0]!r}")
+        return codes(args)
     args.dset = args.cmd
     args.n = getattr(args, "n", None)
     if args.n is not None and not 100 <= args.n <= 70000:

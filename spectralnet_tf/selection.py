@@ -88,12 +88,16 @@ class Eigengap:
         self.codes_ = subset if encoder is None else map_rows(encoder, subset)
 
     def __call__(self, net):
-        k = net.n_clusters
-        w = net.affinity_.graph(self.codes_)
-        vals, _ = smallest_eigenvectors(laplacian_matrix(w, "normalized"), k + 1)
-        low, high = float(vals[k - 1]), float(vals[k])
-        return {"eigengap": 1.0 - low / high if high > 0 else 0.0, "eigengap_abs": high - low,
-                "lambda_k": low, "lambda_k1": high}
+        return relative_eigengap(net.affinity_.graph(self.codes_), net.n_clusters)
+
+
+def relative_eigengap(w, k):
+    """``{"eigengap": 1 - lambda_k / lambda_{k+1}, "eigengap_abs", "lambda_k",
+    "lambda_k1"}`` of the normalized Laplacian of the affinity matrix ``w``."""
+    vals, _ = smallest_eigenvectors(laplacian_matrix(w, "normalized"), k + 1)
+    low, high = float(vals[k - 1]), float(vals[k])
+    return {"eigengap": 1.0 - low / high if high > 0 else 0.0, "eigengap_abs": high - low,
+            "lambda_k": low, "lambda_k1": high}
 
 
 CRITERIA = {"val_loss": ValidationLoss, "eigengap": Eigengap}

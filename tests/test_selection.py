@@ -1,0 +1,129 @@
+"""Unsupervised model selection (issue 18 item 1, paper Sec. 5): the choice
+follows the label-free criterion alone, and the criteria are what they claim."""
+
+import json
+
+import numpy as np
+import pytest
+import scipy.linalg
+from sklearn.datasets import make_blobs
+
+from spectralnet_tf import SpectralNet
+from spectralnet_tf.selection import (Eigengap, UnsupervisedSearch, ValidationLoss,
+                                      correlation)
+from spectralnet_tf.spectral import laplacian_matrix
+
+FAST = dict(hidden_units=(32,), max_epochs=2, steps_per_epoch=5, batch_size=128)
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    x, y = make_blobs(400, centers=[[0, 0], [6, 0], [0, 6]], cluster_std=0.6, random_state=0)
+    return x.astype(np.float32), y
+
+
+@pytest.fixture(scope="module")
+def lr_search(blobs):
+    x, y = blobs
+    return UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0, **FAST),
+                              {"learning_rate": [1e-4, 1e-3, 1e-2]}).fit(x, report_labels=y)
+
+
+def test_the_choice_is_the_lowest_validation_loss_and_its_fitted_estimator(lr_search):
+    losses = [t["val_loss"] for t in lr_search.trials_]
+    assert lr_search.best_index_ == int(np.argmin(losses))
+    assert lr_search.best_score_ == -min(losses)
+    best = lr_search.best_estimator_
+    assert best.learning_rate == lr_search.best_params_["learning_rate"]
+    assert best.history_["val_loss"][-1] == min(losses)
+    assert [t["params"] for t in lr_search.trials_] == [{"learning_rate": v} for v in (1e-4, 1e-3, 1e-2)]
+
+
+def test_labels_are_recorded_but_never_change_the_choice(blobs, lr_search):
+    x, y = blobs
+    wrong = np.random.default_rng(1).permutation(y)
+    other = UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0, **FAST),
+                               {"learning_rate": [1e-4, 1e-3, 1e-2]}).fit(x, report_labels=wrong)
+    assert other.best_params_ == lr_search.best_params_
+    assert [t["val_loss"] for t in other.trials_] == [t["val_loss"] for t in lr_search.trials_]
+    assert [t["acc"] for t in other.trials_] != [t["acc"] for t in lr_search.trials_]
+    accs = [t["acc"] for t in lr_search.trials_]
+    assert lr_search.correlation_ == correlation([t["val_loss"] for t in lr_search.trials_], accs)
+
+
+def test_correlation_is_pearson_and_spearman():
+    c = correlation([1.0, 2.0, 3.0, 10.0], [0.9, 0.8, 0.7, 0.6])
+    assert c["spearman"] == pytest.approx(-1.0) and c["trials"] == 4
+    assert c["pearson"] == pytest.approx(np.corrcoef([1, 2, 3, 10], [0.9, 0.8, 0.7, 0.6])[0, 1])
+    assert np.isnan(correlation([1.0, 2.0], [0.5, 0.6])["pearson"])
+
+
+def test_the_eigengap_is_the_normalized_laplacians_relative_gap(blobs):
+    x, y = blobs
+    search = UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0, **FAST),
+                                {"n_nbrs": [5, 10]}, criterion="eigengap").fit(x)
+    criterion = Eigengap()
+    criterion.prepare(x, None, np.random.default_rng(0))  # the subsample the search scored
+    w = search.best_estimator_.affinity_.graph(criterion.codes_)
+    vals = scipy.linalg.eigvalsh(laplacian_matrix(w, "normalized").toarray())
+    trial = search.trials_[search.best_index_]
+    assert trial["lambda_k"] == pytest.approx(vals[2], abs=1e-9)
+    assert trial["eigengap"] == pytest.approx(1 - vals[2] / vals[3], abs=1e-6)
+    # Three separated blobs: the third eigenvalue is near 0, the fourth is not.
+    assert trial["eigengap"] > 0.9
+
+
+@pytest.mark.parametrize("grid, criterion, message", [
+    ({"n_nbrs": [5, 10]}, "val_loss",
+     "criterion='val_loss' compares the validation loss of trials that share the affinity, "
+     "the loss and the hold-out, but the search varies ['n_nbrs']"),
+    ({"random_state": [0, 1]}, "eigengap", "param_grid must not vary 'random_state'"),
+    ({"learning_rate": [1e-3]}, "loss", "criterion must be one of ['eigengap', 'val_loss']"),
+])
+def test_bad_searches_are_refused_before_any_fit(blobs, grid, criterion, message):
+    search = UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0, **FAST), grid,
+                                criterion=criterion)
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        search.fit(blobs[0])
+    assert not hasattr(search, "trials_")
+
+
+def test_the_hold_out_must_be_fixed(blobs):
+    with pytest.raises(ValueError, match="estimator.random_state must be an int, .* got random_state=None"):
+        UnsupervisedSearch(SpectralNet(n_clusters=3), {"learning_rate": [1e-3]}).fit(blobs[0])
+    with pytest.raises(ValueError, match="n_iter must be None or an int >= 1, got n_iter=0"):
+        UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0), {"learning_rate": [1e-3]},
+                           n_iter=0).fit(blobs[0])
+
+
+def test_validation_loss_accepts_the_papers_protocol():
+    ValidationLoss().check(["hidden_units", "output_activation", "learning_rate", "patience"])
+
+
+@pytest.mark.slow
+def test_the_script_records_and_renders_a_search(load_script, monkeypatch, tmp_path, capsys):
+    selection = load_script("selection")
+    distributed = load_script("distributed")
+    monkeypatch.setattr(distributed, "ROOT", str(tmp_path))
+    monkeypatch.setitem(__import__("sys").modules, "distributed", distributed)
+    monkeypatch.setitem(selection.GRIDS, "net", {"learning_rate": [1e-3, 1e-2]})
+    from spectralnet_tf import configs
+    monkeypatch.setitem(configs.CONFIGS, "digits", {"hidden_units": (32,), "max_epochs": 1,
+                                                    "steps_per_epoch": 3})
+    record = selection.main(["digits", "--grid", "net"])
+    [path] = (tmp_path / "benchmarks" / "results").glob("*-issue18-select-digits-net.json")
+    saved = json.loads(path.read_text())
+    assert saved["trials"] == json.loads(json.dumps(record["trials"]))
+    assert saved["criterion"] == "val_loss" and saved["n"] == 1797
+    capsys.readouterr()
+    selection.main(["table", str(path)])
+    out = capsys.readouterr().out
+    chosen = saved["trials"][saved["best_index"]]
+    assert f"**{chosen['val_loss']:.4g}**" in out and f"**{chosen['acc']:.4f}**" in out
+
+
+def test_the_script_refuses_a_bad_subset_in_one_line(load_script, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        load_script("selection").main(["mnist", "--grid", "net", "--n", "50"])
+    assert exit_.value.code == 2
+    assert "--n must be in [100, 70000], got 50" in capsys.readouterr().err
