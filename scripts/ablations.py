@@ -16,18 +16,18 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)  # the sibling scripts bench.py and pretrain_ae.py
+sys.path.insert(0, HERE)  # the sibling script bench.py
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 from sklearn.neighbors import KNeighborsClassifier  # noqa: E402
 
 from bench import append  # noqa: E402
-from pretrain_ae import sha256  # noqa: E402
 from spectralnet_tf.affinity import GaussianKNNAffinity  # noqa: E402
 from spectralnet_tf.autoencoder import load_encoder  # noqa: E402
 from spectralnet_tf.datasets import MNIST_N_TRAIN, load_dataset  # noqa: E402
 from spectralnet_tf.metrics import acc  # noqa: E402
+from spectralnet_tf.resources import sha256  # noqa: E402
 from spectralnet_tf.neighbors import ExactNeighbors  # noqa: E402
 from spectralnet_tf.siamese import build_siamese, make_pairs, train_siamese  # noqa: E402
 

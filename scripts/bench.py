@@ -95,6 +95,7 @@ def render(renderer, paths):
     table reader (``saddle.py table``, ``semisup.py table``, ...)."""
     import distributed
     import saddle
+    import selection
     import semisup
     import vc_check
 
@@ -103,6 +104,7 @@ def render(renderer, paths):
         "semisup": lambda p: _printed(semisup.cmd_table, one(record=p)),
         "distributed": lambda p: _printed(distributed.table, one(record=p)),
         "vc": lambda p: _printed(vc_check.table, p),
+        "select": lambda p: _printed(selection.table, one(records=[p])),
         "rows": lambda p: (lambda r: f"{record_heading(r)}\n\n{rows_table(r)}")(_load(p)),
     }
     if renderer in per_record:

@@ -18,7 +18,6 @@ MirroredStrategy: N GPUs, or the CPU split into N logical devices); with
 
 import argparse
 import datetime
-import hashlib
 import json
 import os
 import shutil
@@ -40,6 +39,7 @@ from spectralnet_tf.checkpoint import Checkpointer  # noqa: E402
 from spectralnet_tf.datasets import (DATA_DIR_ENV, MNIST_IMAGE_SHAPE, MNIST_N_TRAIN,  # noqa: E402
                                      mnist, reuters)
 from spectralnet_tf.metrics import acc, nmi  # noqa: E402
+from spectralnet_tf.resources import sha256  # noqa: E402
 from spectralnet_tf.streaming import Rows  # noqa: E402
 
 OUT_DIR = os.path.join(ROOT, "pretrained_ae")
@@ -52,14 +52,6 @@ DEFAULT_OUT = {
 OUTPUT_ACTIVATION = {"mnist": "sigmoid", "reuters": None}
 #: Points trained on by default (None: all); the paper's Reuters AE used 10,000.
 DEFAULT_SUBSET = {"mnist": None, "reuters": 10000}
-
-
-def sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def parse_args(argv=None):

@@ -108,8 +108,6 @@ def run(args):
 def codes(args):
     """The eigengap of each autoencoder's code graph on the same digits; k-means
     and exact spectral clustering ACC beside it, for the record only."""
-    import hashlib
-
     import numpy as np
 
     from spectralnet_tf.affinity import GaussianKNNAffinity
@@ -118,6 +116,7 @@ def codes(args):
     from spectralnet_tf.datasets import MNIST_N_TRAIN, mnist
     from spectralnet_tf.distribute import map_rows
     from spectralnet_tf.metrics import acc, nmi
+    from spectralnet_tf.resources import sha256
     from spectralnet_tf.selection import relative_eigengap
     from spectralnet_tf.spectral import cluster_graph
 
@@ -132,9 +131,7 @@ def codes(args):
         w = affinity.graph(z)
         sc, _ = cluster_graph(w, 10, "normalized", random_state=args.seed)
         km = nearest_centroid(centroid_distances(z, fit_centroids(z, 10, args.seed))).numpy()
-        with open(path, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()[:12]
-        trials.append({"params": {"weights": os.path.basename(path), "sha256": digest},
+        trials.append({"params": {"weights": os.path.basename(path), "sha256": sha256(path)[:12]},
                        **relative_eigengap(w, 10), "acc": acc(y[rows], sc), "nmi": nmi(y[rows], sc),
                        "kmeans_acc": acc(y[rows], km)})
         print(trials[-1], flush=True)

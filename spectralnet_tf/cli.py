@@ -41,7 +41,7 @@ from .estimator import SpectralNet  # noqa: E402
 from .losses import LAPLACIANS  # noqa: E402
 from .metrics import acc, grassmann, nmi  # noqa: E402
 from .networks import OUTPUT_ACTIVATIONS  # noqa: E402
-from .resources import pretrained_path  # noqa: E402
+from .resources import pretrained_path, sha256  # noqa: E402
 from .spectral import DENSE_MAX_N, spectral_clustering  # noqa: E402
 from .streaming import Rows, is_lazy, map_batches  # noqa: E402
 from .train import GRADIENTS, INITS  # noqa: E402
@@ -381,6 +381,9 @@ def run(job, out, resume=False, write=True):
     net = job.net.set_params(checkpoint_dir=os.path.join(out, "checkpoints"))
     results = {"dataset": args.dset, "n": int(len(x)), "n_clusters": k, "space": job.space,
                "affinity": "siamese" if net.affinity_embedding == "siamese" else "euclidean"}
+    if job.encoder_file:  # which autoencoder made the code space
+        results["autoencoder"] = {"file": os.path.basename(job.encoder_file),
+                                  "sha256": sha256(job.encoder_file)}
 
     # The points in the space SpectralNet clusters: the rows, or their codes.
     t = time.perf_counter()

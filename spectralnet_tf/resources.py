@@ -6,6 +6,7 @@ as ``spectralnet_tf/pretrained_ae/`` (see pyproject.toml). Either way they are
 found from this file, never from the current directory.
 """
 
+import hashlib
 import os
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
@@ -28,3 +29,12 @@ def pretrained_path(name):
             return os.path.join(folder, name)
     folder = next((d for d in PRETRAINED_DIRS if os.path.isdir(d)), PRETRAINED_DIRS[-1])
     return os.path.join(folder, name)
+
+
+def sha256(path):
+    """Hex SHA-256 of a file (read in 1 MiB blocks): which weights a result used."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

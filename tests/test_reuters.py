@@ -1,4 +1,5 @@
 import gzip
+import hashlib
 import os
 
 import h5py
@@ -79,6 +80,9 @@ def test_synthetic_corpus_end_to_end_clusters_above_chance(tmp_path, load_script
          "--out", str(tmp_path / "run"), "--batch-size", "128", "--epochs", "20",
          "--siamese-epochs", "20", "--no-plots", "--quiet"])
     assert results["space"] == "code" and results["affinity"] == "siamese"
+    with open(ae, "rb") as f:  # the result names the autoencoder it used
+        assert results["autoencoder"] == {"file": "ae_reuters.h5",
+                                          "sha256": hashlib.sha256(f.read()).hexdigest()}
     assert results["config"]["hidden_units"] == [512, 256]  # the paper's Reuters net
     assert 0.05 < results["n_test"] / (results["n"] + results["n_test"]) < 0.15
     # Four topics with distinct vocabularies: chance is about 0.25, and the
