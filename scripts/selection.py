@@ -43,32 +43,28 @@ GRIDS = {
     "affinity": {"n_nbrs": [5, 10, 30], "scale": ["global", "local"]},
 }
 CRITERION = {"net": "val_loss", "affinity": "eigengap"}
-SIAMESE_KEYS = ("siamese_hidden_units", "siamese_n_nbrs", "siamese_batch_size",
-                "siamese_max_epochs", "siamese_output_activation", "siamese_learning_rate",
-                "siamese_positives_per_point")
 
 
 def mnist_setup(n, seed, grid):
     """Codes of a random n of MNIST's 70k, the mnist config with a Siamese net
-    trained once on them (fixed for every trial), and the labels."""
+    trained once on all n codes (fixed for every trial), and the labels."""
     import numpy as np
 
+    from spectralnet_tf import SpectralNet
     from spectralnet_tf.autoencoder import load_encoder
     from spectralnet_tf.configs import config_for
     from spectralnet_tf.datasets import mnist
     from spectralnet_tf.distribute import map_rows
     from spectralnet_tf.resources import pretrained_path
-    from spectralnet_tf.siamese import build_siamese, make_pairs, train_siamese
+    from spectralnet_tf.siamese import fit_siamese, siamese_kwargs
 
     x, y = mnist()
     rows = np.sort(np.random.default_rng(seed).choice(len(y), n, replace=False))
     codes = map_rows(load_encoder(pretrained_path("ae_mnist_weights.h5")), x[rows])
     config = config_for("mnist")
-    siamese = build_siamese(codes.shape[1], config["siamese_hidden_units"], seed=seed)
-    pairs = make_pairs(codes, config["siamese_n_nbrs"], seed=seed)
-    train_siamese(siamese, codes, pairs, batch_size=config["siamese_batch_size"],
-                  epochs=config["siamese_max_epochs"], seed=seed, verbose=0)
-    params = {k: v for k, v in config.items() if k not in SIAMESE_KEYS}
+    every = SpectralNet(**config).get_params(deep=False)  # the defaults for what config omits
+    siamese, _ = fit_siamese(codes, **siamese_kwargs(every), seed=seed)
+    params = {k: v for k, v in config.items() if not k.startswith("siamese_")}
     params["affinity_embedding"] = siamese
     grid = dict(GRIDS[grid])
     if "n_nbrs" in grid:  # does the Siamese distance itself help? (None: Euclidean on codes)
@@ -151,16 +147,25 @@ def codes(args):
 
 
 def describe(value):
-    """A JSON-able name for a grid value (the fixed Siamese net: "siamese")."""
+    """A JSON-able name for a grid value (a network, i.e. the fixed Siamese
+    net: "siamese")."""
+    import numpy as np
+
     if value is None or isinstance(value, (int, float, str)):
         return value
-    if isinstance(value, tuple):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (tuple, list)):
         return "-".join(str(v) for v in value)
-    return "siamese"
+    if callable(value):
+        return "siamese"
+    raise TypeError(f"no record name for grid value {value!r}")
 
 
 def print_table(record):
     """Markdown: one row per trial, the chosen one in bold, then the correlations."""
+    import numpy as np
+
     crit = record["criterion"]
     names = list(record["trials"][0]["params"])
     extra = ["lambda_k", "lambda_k1"] if crit == "eigengap" else []
@@ -171,16 +176,21 @@ def print_table(record):
     for i, t in enumerate(record["trials"]):
         mark = "**" if i == record["best_index"] else ""
         cells = [str(t["params"][name]) for name in names]
-        cells += [f"{mark}{t[crit]:.4g}{mark}", *(f"{t[e]:.4g}" for e in extra),
-                  f"{mark}{t['acc']:.4f}{mark}", f"{t['nmi']:.4f}"]
-        cells += ([f"{t['kmeans_acc']:.4f}"] if codes_ else [str(t["epochs"]), str(t["seconds"])])
+        if "error" in t:  # diverged: no figures
+            cells += ["failed"] + ["—"] * (len(extra) + len(last) - 1) + [str(t["seconds"])]
+        else:
+            cells += [f"{mark}{t[crit]:.4g}{mark}", *(f"{t[e]:.4g}" for e in extra),
+                      f"{mark}{t['acc']:.4f}{mark}", f"{t['nmi']:.4f}"]
+            cells += ([f"{t['kmeans_acc']:.4f}"] if codes_
+                      else [str(t["epochs"]), str(t["seconds"])])
         print("| " + " | ".join(cells) + " |")
-    accs = sorted(t["acc"] for t in record["trials"])
+    accs = sorted(t["acc"] for t in record["trials"] if "error" not in t)
     c = record["correlation"]
+    corr = ("undefined (fewer than 3 trials)" if c["pearson"] is None
+            else f"Pearson {c['pearson']:.3f}, Spearman {c['spearman']:.3f}")
     print(f"\nChosen by {crit} (bold): ACC {record['trials'][record['best_index']]['acc']:.4f}; "
           f"over the {len(accs)} trials ACC ranges {accs[0]:.4f}–{accs[-1]:.4f} "
-          f"(median {accs[len(accs) // 2]:.4f}). Correlation of {crit} with ACC: "
-          f"Pearson {c['pearson']:.3f}, Spearman {c['spearman']:.3f}.")
+          f"(median {np.median(accs):.4f}). Correlation of {crit} with ACC: {corr}.")
 
 
 def table(args):

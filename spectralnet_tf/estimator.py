@@ -18,7 +18,7 @@ from .centroids import centroid_distances, fit_centroids, nearest_centroid
 from .export import export_saved_model, load_estimator, save_estimator
 from .losses import LAPLACIANS
 from .networks import OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
-from .siamese import SIAMESE_OUTPUT_ACTIVATIONS, build_siamese, make_pairs, train_siamese
+from .siamese import SIAMESE_OUTPUT_ACTIVATIONS, fit_siamese, siamese_kwargs
 from .streaming import is_lazy, map_batches
 from .train import GRADIENTS, INITS, train_spectralnet
 
@@ -661,19 +661,10 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
 
     def _fit_siamese(self, z_train, labels_train, seed, checkpointer=None):
         """Train the Siamese net on kNN pairs (plus labeled pairs, if any)."""
-        labels = labels_train if (labels_train >= 0).any() else None
-        pairs = make_pairs(z_train, self.siamese_n_nbrs, self.neighbors, seed=seed, labels=labels,
-                           positives_per_point=self.siamese_positives_per_point)
-        with self._strategy().scope():
-            self.siamese_ = build_siamese(z_train.shape[1], tuple(self.siamese_hidden_units),
-                                          output_activation=self.siamese_output_activation,
-                                          seed=seed)
-        self.siamese_history_ = train_siamese(
-            self.siamese_, z_train, pairs, batch_size=self.siamese_batch_size,
-            learning_rate=self.siamese_learning_rate, patience=self.patience,
-            min_lr=self.min_lr, epochs=self.siamese_max_epochs, seed=seed,
-            verbose=self.verbose, checkpointer=checkpointer, strategy=self._strategy(),
-        )
+        self.siamese_, self.siamese_history_ = fit_siamese(
+            z_train, **siamese_kwargs(self.get_params(deep=False)), neighbors=self.neighbors,
+            labels=labels_train if (labels_train >= 0).any() else None, seed=seed,
+            verbose=self.verbose, checkpointer=checkpointer, strategy=self._strategy())
         return self.siamese_
 
     # ------------------------------------------------------- after fitting

@@ -22,6 +22,7 @@ Labels, where given to ``fit``, are recorded beside each trial for
 reporting; they never enter the choice.
 """
 
+import copy
 import time
 
 import numpy as np
@@ -29,16 +30,21 @@ import scipy.stats
 from sklearn.model_selection import ParameterGrid, ParameterSampler
 
 from .distribute import map_rows
+from .estimator import check_array
 from .metrics import acc, nmi
 from .spectral import laplacian_matrix, smallest_eigenvectors
+from .streaming import is_lazy
 
 #: Parameters that leave the validation loss comparable between trials: the
 #: net and how it is trained. Everything else changes the affinity, the loss
-#: or the hold-out (random_state draws the hold-out).
+#: or the hold-out (random_state draws the hold-out). Not ``gradient``: the
+#: loss is quadratic in the outputs, and "plain" steps shrink them (README).
 LOSS_COMPARABLE = frozenset({
     "hidden_units", "output_activation", "learning_rate", "patience", "min_lr",
-    "max_epochs", "steps_per_epoch", "ortho_batch_size", "gradient", "init", "verbose",
+    "max_epochs", "steps_per_epoch", "ortho_batch_size", "init", "verbose",
 })
+#: Below this, an eigenvalue of the normalized Laplacian (in [0, 2]) counts as 0.
+ZERO_EIGENVALUE = 1e-8
 
 
 class ValidationLoss:
@@ -47,7 +53,7 @@ class ValidationLoss:
     name = "val_loss"
     greater_is_better = False
 
-    def check(self, varied):
+    def check(self, varied, base):
         other = sorted(set(varied) - LOSS_COMPARABLE)
         if other:
             raise ValueError(
@@ -55,8 +61,15 @@ class ValidationLoss:
                 f"the affinity, the loss and the hold-out, but the search varies {other}; "
                 f"vary only {sorted(LOSS_COMPARABLE)}, or use criterion='eigengap'."
             )
+        if isinstance(base["affinity_embedding"], str) and base["affinity_embedding"] == "siamese":
+            raise ValueError(
+                "criterion='val_loss' needs one affinity for all trials, but "
+                "affinity_embedding='siamese' trains a new Siamese net in each; train one "
+                "(siamese.fit_siamese) and pass it as affinity_embedding (the paper held "
+                "the Siamese net fixed)."
+            )
 
-    def prepare(self, X, encoder, rng):
+    def prepare(self, X, rng):
         """Nothing to fix in advance."""
 
     def __call__(self, net):
@@ -78,26 +91,34 @@ class Eigengap:
     def __init__(self, n_samples=2000):
         self.n_samples = n_samples
 
-    def check(self, varied):
-        """Any parameter may vary."""
+    def check(self, varied, base):
+        net_only = sorted(set(varied) & LOSS_COMPARABLE)
+        if net_only:
+            raise ValueError(
+                f"criterion='eigengap' scores the affinity alone, so it cannot choose "
+                f"{net_only}: every such trial would tie. Search them with "
+                "criterion='val_loss' (on the chosen affinity)."
+            )
 
-    def prepare(self, X, encoder, rng):
+    def prepare(self, X, rng):
         n = len(X)
         rows = np.sort(rng.choice(n, min(self.n_samples, n), replace=False))
-        subset = np.asarray(X[rows], np.float32)
-        self.codes_ = subset if encoder is None else map_rows(encoder, subset)
+        self.subset_ = np.asarray(X[rows], np.float32)
 
     def __call__(self, net):
-        return relative_eigengap(net.affinity_.graph(self.codes_), net.n_clusters)
+        # In each trial's own code space: the encoder may be what varies.
+        z = self.subset_ if net.encoder is None else map_rows(net.encoder, self.subset_)
+        return relative_eigengap(net.affinity_.graph(z), net.n_clusters)
 
 
 def relative_eigengap(w, k):
     """``{"eigengap": 1 - lambda_k / lambda_{k+1}, "eigengap_abs", "lambda_k",
     "lambda_k1"}`` of the normalized Laplacian of the affinity matrix ``w``."""
     vals, _ = smallest_eigenvectors(laplacian_matrix(w, "normalized"), k + 1)
-    low, high = float(vals[k - 1]), float(vals[k])
-    return {"eigengap": 1.0 - low / high if high > 0 else 0.0, "eigengap_abs": high - low,
-            "lambda_k": low, "lambda_k1": high}
+    low, high = max(float(vals[k - 1]), 0.0), max(float(vals[k]), 0.0)
+    # More than k pieces: lambda_{k+1} is 0 up to rounding, and so is the gap.
+    gap = 1.0 - low / high if high > ZERO_EIGENVALUE else 0.0
+    return {"eigengap": gap, "eigengap_abs": high - low, "lambda_k": low, "lambda_k1": high}
 
 
 CRITERIA = {"val_loss": ValidationLoss, "eigengap": Eigengap}
@@ -167,66 +188,81 @@ class UnsupervisedSearch:
                 raise ValueError(f"criterion must be one of {sorted(CRITERIA)} or a criterion "
                                  f"object, got criterion={self.criterion!r}.")
             return CRITERIA[self.criterion]()
-        if not all(hasattr(self.criterion, a) for a in ("check", "prepare", "greater_is_better")):
-            raise ValueError("a criterion object needs check, prepare, __call__ and "
-                             f"greater_is_better, got criterion={self.criterion!r}.")
+        needed = ("name", "greater_is_better", "check", "prepare")
+        if not (callable(self.criterion) and all(hasattr(self.criterion, a) for a in needed)):
+            raise ValueError("a criterion object needs name, greater_is_better, check, prepare "
+                             f"and __call__, got criterion={self.criterion!r}.")
         return self.criterion
 
     def fit(self, X, y=None, *, report_labels=None):
         """Fit one estimator per setting and choose by the criterion alone.
         ``y`` is ignored (as by scikit-learn's clusterers); ``report_labels``,
-        if given, are scored against each trial for the record only."""
+        if given, are scored against each trial for the record only. A trial
+        whose training diverges (FloatingPointError) is recorded with its
+        error and score -inf."""
         seed = self.estimator.random_state
         if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
             raise ValueError(
                 "estimator.random_state must be an int, so that every trial holds out the "
                 f"same validation points, got random_state={seed!r}."
             )
+        if not is_lazy(X):
+            X = check_array(X)
         if report_labels is not None and len(report_labels) != len(X):
             raise ValueError(f"report_labels has {len(report_labels)} entries for "
                              f"{len(X)} rows of X.")
-        criterion = self._criterion()
+        criterion = copy.copy(self._criterion())  # fit leaves its parameters as given
         settings = self._settings(int(seed))
-        varied = sorted({name for s in settings for name in s})
-        if "random_state" in varied:
+        names = sorted({name for setting in settings for name in setting})
+        varied = [name for name in names
+                  if len({repr(setting.get(name)) for setting in settings}) > 1]
+        if "random_state" in names:
             raise ValueError("param_grid must not vary 'random_state': it draws the hold-out "
                              "and the subsample the trials are compared on.")
-        criterion.check(varied)
-        criterion.prepare(X, self.estimator.encoder, np.random.default_rng(int(seed)))
         base = self.estimator.get_params(deep=False)
+        criterion.check(varied, base)
+        criterion.prepare(X, np.random.default_rng(int(seed)))
         self.trials_, best = [], None
         for params in settings:
             # Not sklearn.clone: an encoder or a fixed Siamese net is shared, not copied.
             net = type(self.estimator)(**{**base, **params})
             start = time.perf_counter()
-            net.fit(X)
-            trial = {"params": params, **criterion(net),
-                     "epochs": len(net.history_["val_loss"]),
-                     "seconds": round(time.perf_counter() - start, 1)}
+            try:
+                net.fit(X)
+            except FloatingPointError as err:
+                trial = {"params": params, criterion.name: float("nan"), "error": str(err)}
+            else:
+                trial = {"params": params, **criterion(net),
+                         "epochs": len(net.history_["val_loss"])}
+                if report_labels is not None:
+                    trial["acc"] = acc(report_labels, net.labels_)
+                    trial["nmi"] = nmi(report_labels, net.labels_)
+            trial["seconds"] = round(time.perf_counter() - start, 1)
             value = trial[criterion.name]
-            trial["score"] = value if criterion.greater_is_better else -value
-            if report_labels is not None:
-                trial["acc"], trial["nmi"] = acc(report_labels, net.labels_), nmi(report_labels, net.labels_)
+            trial["score"] = (float("-inf") if not np.isfinite(value)
+                              else value if criterion.greater_is_better else -value)
             if best is None or trial["score"] > self.trials_[best]["score"]:
                 best, self.best_estimator_ = len(self.trials_), net
             self.trials_.append(trial)
             if self.verbose:
                 print(" ".join(f"{k}={v}" for k, v in trial.items()), flush=True)
+        if not np.isfinite(self.trials_[best]["score"]):
+            raise FloatingPointError(f"every trial failed; the first: {self.trials_[0]['error']}")
         self.best_index_ = best
         self.best_params_ = self.trials_[best]["params"]
         self.best_score_ = self.trials_[best]["score"]
-        self.correlation_ = (correlation([t[criterion.name] for t in self.trials_],
-                                         [t["acc"] for t in self.trials_])
+        done = [t for t in self.trials_ if np.isfinite(t["score"])]
+        self.correlation_ = (correlation([t[criterion.name] for t in done], [t["acc"] for t in done])
                              if report_labels is not None else {})
         return self
 
 
 def correlation(values, accuracies):
-    """Pearson's and Spearman's correlation of a criterion with ACC (NaN with
+    """Pearson's and Spearman's correlation of a criterion with ACC (None with
     fewer than 3 trials or a constant column)."""
     values, accuracies = np.asarray(values, float), np.asarray(accuracies, float)
     if len(values) < 3 or np.ptp(values) == 0 or np.ptp(accuracies) == 0:
-        return {"pearson": float("nan"), "spearman": float("nan"), "trials": len(values)}
+        return {"pearson": None, "spearman": None, "trials": len(values)}
     return {"pearson": float(scipy.stats.pearsonr(values, accuracies)[0]),
             "spearman": float(scipy.stats.spearmanr(values, accuracies)[0]),
             "trials": len(values)}

@@ -169,3 +169,30 @@ def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience
                       checkpointer=checkpointer,
                       objects={"model": list(net.variables), "optimizer": optimizer,
                                "generator": generator})
+
+
+def fit_siamese(z, *, hidden_units=(1024, 1024, 512, 10), output_activation="linear",
+                n_nbrs=2, positives_per_point=None, batch_size=128, learning_rate=1e-3,
+                max_epochs=100, patience=10, min_lr=1e-8, neighbors="auto", labels=None,
+                seed=0, verbose=0, checkpointer=None, strategy=None):
+    """Pairs from ``z`` (``make_pairs``), a new Siamese net built (in
+    ``strategy``'s scope) and trained on them: returns ``(net, history)``. The
+    keywords are ``SpectralNet``'s ``siamese_*`` parameters without the prefix."""
+    pairs = make_pairs(z, n_nbrs, neighbors, seed=seed, labels=labels,
+                       positives_per_point=positives_per_point)
+    with distribute.get(strategy).scope():
+        net = build_siamese(np.shape(z)[1], tuple(hidden_units),
+                            output_activation=output_activation, seed=seed)
+    history = train_siamese(net, z, pairs, batch_size=batch_size, learning_rate=learning_rate,
+                            patience=patience, min_lr=min_lr, epochs=max_epochs, seed=seed,
+                            verbose=verbose, checkpointer=checkpointer, strategy=strategy)
+    return net, history
+
+
+def siamese_kwargs(params):
+    """``fit_siamese`` keywords from a dict of ``SpectralNet`` parameters: the
+    ``siamese_*`` ones without the prefix, and the schedule's ``patience``
+    and ``min_lr`` (shared with SpectralNet's training)."""
+    kwargs = {name[len("siamese_"):]: value for name, value in params.items()
+              if name.startswith("siamese_")}
+    return {**kwargs, "patience": params["patience"], "min_lr": params["min_lr"]}

@@ -2,15 +2,17 @@
 follows the label-free criterion alone, and the criteria are what they claim."""
 
 import json
+import re
 
 import numpy as np
 import pytest
 import scipy.linalg
+import scipy.sparse as sp
 from sklearn.datasets import make_blobs
 
 from spectralnet_tf import SpectralNet
-from spectralnet_tf.selection import (Eigengap, UnsupervisedSearch, ValidationLoss,
-                                      correlation)
+
+from spectralnet_tf.selection import Eigengap, UnsupervisedSearch, correlation, relative_eigengap
 from spectralnet_tf.spectral import laplacian_matrix
 
 FAST = dict(hidden_units=(32,), max_epochs=2, steps_per_epoch=5, batch_size=128)
@@ -55,7 +57,16 @@ def test_correlation_is_pearson_and_spearman():
     c = correlation([1.0, 2.0, 3.0, 10.0], [0.9, 0.8, 0.7, 0.6])
     assert c["spearman"] == pytest.approx(-1.0) and c["trials"] == 4
     assert c["pearson"] == pytest.approx(np.corrcoef([1, 2, 3, 10], [0.9, 0.8, 0.7, 0.6])[0, 1])
-    assert np.isnan(correlation([1.0, 2.0], [0.5, 0.6])["pearson"])
+    assert correlation([1.0, 2.0], [0.5, 0.6])["pearson"] is None
+
+
+def test_settings_that_do_not_touch_the_hold_out_give_the_same_validation_loss(blobs):
+    # patience cannot act within 2 epochs: the trials are the same run, so the
+    # hold-out, its affinity and the weights are shared, and so is the loss.
+    search = UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0, **FAST),
+                                {"patience": [10, 20]}).fit(blobs[0])
+    first, second = (t["val_loss"] for t in search.trials_)
+    assert first == second and search.best_index_ == 0
 
 
 def test_the_eigengap_is_the_normalized_laplacians_relative_gap(blobs):
@@ -63,8 +74,8 @@ def test_the_eigengap_is_the_normalized_laplacians_relative_gap(blobs):
     search = UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0, **FAST),
                                 {"n_nbrs": [5, 10]}, criterion="eigengap").fit(x)
     criterion = Eigengap()
-    criterion.prepare(x, None, np.random.default_rng(0))  # the subsample the search scored
-    w = search.best_estimator_.affinity_.graph(criterion.codes_)
+    criterion.prepare(x, np.random.default_rng(0))  # the subsample the search scored
+    w = search.best_estimator_.affinity_.graph(criterion.subset_)
     vals = scipy.linalg.eigvalsh(laplacian_matrix(w, "normalized").toarray())
     trial = search.trials_[search.best_index_]
     assert trial["lambda_k"] == pytest.approx(vals[2], abs=1e-9)
@@ -73,17 +84,28 @@ def test_the_eigengap_is_the_normalized_laplacians_relative_gap(blobs):
     assert trial["eigengap"] > 0.9
 
 
+def test_a_graph_in_more_than_k_pieces_has_no_eigengap():
+    path = sp.diags([np.ones(4), np.ones(4)], [1, -1], shape=(5, 5))  # a path of 5 nodes
+    pieces = sp.block_diag([path] * 5)
+    assert relative_eigengap(pieces, 3)["eigengap"] == 0.0  # 5 pieces, k = 3
+    five = relative_eigengap(pieces, 5)
+    assert five["lambda_k"] == pytest.approx(0.0, abs=1e-9) and five["eigengap"] == pytest.approx(1.0)
+
+
 @pytest.mark.parametrize("grid, criterion, message", [
     ({"n_nbrs": [5, 10]}, "val_loss",
      "criterion='val_loss' compares the validation loss of trials that share the affinity, "
      "the loss and the hold-out, but the search varies ['n_nbrs']"),
     ({"random_state": [0, 1]}, "eigengap", "param_grid must not vary 'random_state'"),
     ({"learning_rate": [1e-3]}, "loss", "criterion must be one of ['eigengap', 'val_loss']"),
+    ({"gradient": ["plain", "projected"]}, "val_loss", "but the search varies ['gradient']"),
+    ({"n_nbrs": [5, 10], "learning_rate": [1e-3, 1e-2]}, "eigengap",
+     "criterion='eigengap' scores the affinity alone, so it cannot choose ['learning_rate']"),
 ])
 def test_bad_searches_are_refused_before_any_fit(blobs, grid, criterion, message):
     search = UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0, **FAST), grid,
                                 criterion=criterion)
-    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         search.fit(blobs[0])
     assert not hasattr(search, "trials_")
 
@@ -96,8 +118,35 @@ def test_the_hold_out_must_be_fixed(blobs):
                            n_iter=0).fit(blobs[0])
 
 
-def test_validation_loss_accepts_the_papers_protocol():
-    ValidationLoss().check(["hidden_units", "output_activation", "learning_rate", "patience"])
+def test_val_loss_refuses_a_siamese_net_trained_per_trial(blobs):
+    search = UnsupervisedSearch(
+        SpectralNet(n_clusters=3, random_state=0, affinity_embedding="siamese", **FAST),
+        {"learning_rate": [1e-3, 1e-2]})
+    with pytest.raises(ValueError, match="affinity_embedding='siamese' trains a new Siamese net "
+                                         "in each; train one"):
+        search.fit(blobs[0])
+
+
+def test_a_single_value_is_not_a_varied_parameter(blobs):
+    search = UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0, **FAST),
+                                {"n_nbrs": [10], "learning_rate": [1e-3, 1e-2]}).fit(blobs[0])
+    assert len(search.trials_) == 2
+
+
+def test_a_diverged_trial_is_recorded_and_not_chosen(blobs, monkeypatch):
+    real_fit = SpectralNet.fit
+
+    def fit(self, X, *args, **kwargs):
+        if self.learning_rate == 1e-2:
+            raise FloatingPointError("SpectralNet failed in epoch 1: NaN")
+        return real_fit(self, X, *args, **kwargs)
+
+    monkeypatch.setattr(SpectralNet, "fit", fit)
+    search = UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0, **FAST),
+                                {"learning_rate": [1e-2, 1e-3]}).fit(blobs[0])
+    failed, done = search.trials_
+    assert failed["score"] == float("-inf") and "epoch 1: NaN" in failed["error"]
+    assert search.best_index_ == 1 and search.best_params_ == {"learning_rate": 1e-3}
 
 
 @pytest.mark.slow
@@ -127,3 +176,16 @@ def test_the_script_refuses_a_bad_subset_in_one_line(load_script, capsys):
         load_script("selection").main(["mnist", "--grid", "net", "--n", "50"])
     assert exit_.value.code == 2
     assert "--n must be in [100, 70000], got 50" in capsys.readouterr().err
+
+
+def test_autoencoders_are_compared_on_the_same_digits(load_script):
+    from spectralnet_tf.resources import pretrained_path, sha256
+
+    files = [pretrained_path("ae_mnist_train60k_weights.h5"), pretrained_path("ae_mnist_weights.h5")]
+    record = load_script("selection").main(["codes", "--split", "train", "--n", "400",
+                                            "--no-record", files[0], files[1], files[0]])
+    first, second, again = record["trials"]
+    assert first == again  # the same file on the same digits: the same figures
+    assert [t["params"]["sha256"] for t in record["trials"]] == [sha256(f)[:12] for f in files + files[:1]]
+    assert record["best_index"] == int(np.argmax([t["eigengap"] for t in record["trials"]]))
+    assert record["correlation"]["trials"] == 3
