@@ -45,16 +45,18 @@ def machine_and_commit():
     return machine(), commit()
 
 
-def save_record(tag, extra, issue="issue15"):
-    """``benchmarks/results/DATE-ISSUE-TAG.json``: the command line of the
-    script that runs (also scripts/saddle.py), commit, date, machine, ``extra``."""
+def save_record(tag, extra, issue="issue15", folder=None):
+    """``benchmarks/results/DATE-ISSUE-TAG.json`` (or in ``folder``): the
+    command line of the script that runs (every script's records), commit,
+    date, machine, ``extra``."""
     machine, commit = machine_and_commit()
     script = os.path.basename(sys.argv[0])
     record = {"command": f"python scripts/{script} " + shlex.join(sys.argv[1:]),
               "commit": commit, "date": datetime.date.today().isoformat(), "machine": machine,
               **extra}
-    os.makedirs(os.path.join(ROOT, "benchmarks", "results"), exist_ok=True)
-    path = os.path.join(ROOT, "benchmarks", "results", f"{record['date']}-{issue}-{tag}.json")
+    folder = folder or os.path.join(ROOT, "benchmarks", "results")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{record['date']}-{issue}-{tag}.json")
     with open(path + ".tmp", "w") as f:
         json.dump(record, f, indent=1)
     os.replace(path + ".tmp", path)

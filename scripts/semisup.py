@@ -17,10 +17,8 @@ stream that depends on the seed only (not on the data's own stream).
 """
 
 import argparse
-import datetime
 import json
 import os
-import shlex
 import subprocess
 import sys
 import time
@@ -31,8 +29,8 @@ ROOT = os.path.dirname(HERE)
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, HERE)  # the sibling script's machine line and matmul rate
-from bench import machine, matmul_rate, record_heading  # noqa: E402
+sys.path.insert(0, HERE)  # the sibling scripts: matmul rate, record heading and writer
+from bench import matmul_rate, record_heading  # noqa: E402
 
 #: (outer radius, noise): from 0.08 up to the largest noise at which the Bayes
 #: rule still reaches >= 0.985 (0.9885 at 1.5 / 0.11; 0.9882 at 2.0 / 0.22).
@@ -97,17 +95,10 @@ def _trial(job):
 
 
 def save_record(kind, tag, args, trials, extra):
-    record = {"command": "python scripts/semisup.py " + shlex.join(sys.argv[1:]),
-              "kind": kind, "commit": commit(), "date": datetime.date.today().isoformat(),
-              "machine": machine(), **extra, "trials": trials}
-    os.makedirs(args.results, exist_ok=True)
-    path = os.path.join(args.results, f"{record['date']}-issue17-{tag}.json")
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(record, f, indent=1)
-    os.replace(tmp, path)
-    print(f"record: {path}")
-    return path
+    from distributed import save_record as save
+
+    return save(tag, {"kind": kind, **extra, "trials": trials}, issue="issue17",
+                folder=args.results)
 
 
 def run_trials(jobs, log, processes=1):
