@@ -298,14 +298,17 @@ def mnist_status(paths):
     variants = sorted({variant_name(_numerics(r)) for r in records})
     acc, nmi, gr = (np.array([r["results"][k] for r in records]) for k in ("acc", "nmi", "grassmann"))
     minutes = np.array([r["results"]["seconds"]["total"] / 60 for r in records])
-    print(f"All 70k, {len(records)} runs (seeds {', '.join(map(str, seeds))}; "
+    runs = f"{len(records)} run" + ("s" if len(records) != 1 else "")
+    print(f"All 70k, {runs} (seeds {', '.join(map(str, seeds))}; "
           f"{'; '.join(variants)}), 2-core CPU, {min(r['date'] for r in records)} to "
           f"{max(r['date'] for r in records)}:")
     print(f"- ACC min / median / max {acc.min():.4f} / {np.median(acc):.4f} / {acc.max():.4f}, "
           f"NMI {nmi.min():.4f} / {np.median(nmi):.4f} / {nmi.max():.4f} (paper: .971 / .924);")
     print(f"- Grassmann distance to the sampled graph's eigenvectors {gr.min():.4f} / "
           f"{np.median(gr):.4f} / {gr.max():.4f};")
-    print(f"- {minutes.min():.1f}–{minutes.max():.1f} min a run with `--grassmann` "
+    span = (f"{minutes.min():.1f}" if minutes.min() == minutes.max()
+            else f"{minutes.min():.1f}–{minutes.max():.1f}")
+    print(f"- {span} min a run with `--grassmann` "
           f"(records in `benchmarks/results/`, table in BENCHMARKS.md).")
 
 
