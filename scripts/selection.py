@@ -113,7 +113,7 @@ def codes(args):
     from spectralnet_tf.distribute import map_rows
     from spectralnet_tf.metrics import acc, nmi
     from spectralnet_tf.resources import sha256
-    from spectralnet_tf.selection import relative_eigengap
+    from spectralnet_tf.selection import correlation, relative_eigengap
     from spectralnet_tf.spectral import cluster_graph
 
     x, y = mnist()
@@ -131,8 +131,6 @@ def codes(args):
                        **relative_eigengap(w, 10), "acc": acc(y[rows], sc), "nmi": nmi(y[rows], sc),
                        "kmeans_acc": acc(y[rows], km)})
         print(trials[-1], flush=True)
-    from spectralnet_tf.selection import correlation
-
     best = int(np.argmax([t["eigengap"] for t in trials]))
     record = {"kind": "select", "dset": "mnist", "n": args.n, "seed": args.seed,
               "split": args.split, "grid": "codes", "criterion": "eigengap", "trials": trials,
