@@ -8,6 +8,7 @@ the marked blocks of BENCHMARKS.md and README.md.
     python scripts/bench.py run -- --dset mnist   # scripts/run.py phases, wall time, peak RSS
     python scripts/bench.py serve --model export/mnist/1   # SavedModel throughput
     python scripts/bench.py reuters-scale     # run.py --dset reuters peak RSS as n grows
+    python scripts/bench.py scale --sizes 70000 250000 1000000   # infinite MNIST (issue 14)
     python scripts/bench.py profile           # where a spectral step's time goes; float32 vs bf16
     python scripts/bench.py report            # BENCHMARKS.md and README figures from the records
     python scripts/bench.py report --check    # exit 1 if either is stale
@@ -111,6 +112,8 @@ def render(renderer, paths):
         return "\n\n".join(per_record[renderer](p) for p in paths)
     if renderer == "saddle":  # several MNIST records make one table
         return _printed(saddle.cmd_table, one(records=paths))
+    if renderer == "scale":
+        return _printed(scale_table, paths)
     if renderer == "mnist-status":
         return _printed(saddle.mnist_status, paths)
     if renderer == "distributed-scaling":  # an overhead record, then a split record
@@ -391,16 +394,72 @@ def bench_reuters_scale(args, command):
             "phases"], rows, command)
 
 
+#: run.py flags of every ``scale`` run: 10,000 fresh digits scored, no plots.
+SCALE_RUN = ["--dset", "infimnist", "--split", "--no-plots", "--quiet"]
+
+
+def bench_scale(args, command):
+    """``run.py --dset infimnist --n N --split`` for each size, each in its
+    own process (``scale --one N``), so that its peak RSS is its own; one
+    record per size. ``--one N``: that size in this process, after measuring
+    the matmul rate here (times are also reported in its units)."""
+    import subprocess
+    import tempfile
+
+    if args.one is None:
+        for n in args.sizes:
+            subprocess.run([sys.executable, os.path.abspath(__file__), "scale", "--one", str(n),
+                            *(["--", *args.rest] if args.rest else [])], check=True)
+        return
+    from distributed import save_record
+
+    from spectralnet_tf import cli
+
+    rate = matmul_rate()
+    with tempfile.TemporaryDirectory() as tmp:
+        r = cli.run_command([*SCALE_RUN, "--n", str(args.one), "--out", os.path.join(tmp, "run"),
+                             *args.rest])
+    s = r["seconds"]
+    save_record(f"scale-n{args.one}", {
+        "kind": "scale", "n": r["n"], "matmul_gflops": round(rate, 1), "seconds": s,
+        "peak_rss_gib": r["peak_rss_gib"], "acc": r["acc"], "nmi": r["nmi"],
+        "kmeans_acc": r["kmeans_acc"], "kmeans_nmi": r["kmeans_nmi"],
+        "fresh": {"n": r["n_test"], "acc": r["test_acc"], "nmi": r["test_nmi"],
+                  "points_per_s": r["n_test"] / s["test"]},
+        **{key: r[key] for key in ("exact_acc", "exact_nmi") if key in r},
+        "epochs": r["epochs"], "iterations": r["iterations"], "config": r["config"]},
+        issue="issue14")
+
+
+def scale_table(paths):
+    """Markdown: one row per ``scale`` record."""
+    rows = [_load(p) for p in paths]
+    print("\n".join(f"- {record_heading(r)}" for r in rows) + "\n")
+    print("| n | SpectralNet ACC / NMI | k-means on codes ACC | fresh 10k ACC | fresh points/s "
+          "| total min | × (200 GFLOP/s / rate) | peak RSS GiB | phases s |")
+    print("|" + " --- |" * 9)
+    for r in sorted(rows, key=lambda r: r["n"]):
+        s = r["seconds"]
+        phases = ", ".join(f"{k} {v:.0f}" for k, v in s.items() if k != "total")
+        print(f"| {r['n']:,} | {r['acc']:.4f} / {r['nmi']:.4f} | {r['kmeans_acc']:.4f} "
+              f"| {r['fresh']['acc']:.4f} | {r['fresh']['points_per_s']:.0f} "
+              f"| {s['total'] / 60:.1f} | {s['total'] / 60 * r['matmul_gflops'] / 200:.1f} "
+              f"| {r['peak_rss_gib']:.2f} | {phases} |")
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=["matmul", "step", "run", "serve", "reuters-scale", "profile",
-                                    "report"])
+    p.add_argument("what", choices=["matmul", "step", "run", "serve", "reuters-scale", "scale",
+                                    "profile", "report"])
     p.add_argument("--check", action="store_true",
                    help="report: exit 1 if BENCHMARKS.md or README.md is stale")
-    p.add_argument("--sizes", type=int, nargs="+", default=[25000, 50000, 100000, 200000],
-                   help="documents per synthetic corpus (reuters-scale)")
+    p.add_argument("--sizes", type=int, nargs="+",
+                   help="documents per synthetic corpus (reuters-scale; default 25000 50000 "
+                        "100000 200000), digits (scale; default 70000 250000 1000000 2500000 "
+                        "8100000)")
+    p.add_argument("--one", type=int, help="scale: run this one size in this process")
     p.add_argument("--epochs", type=int, default=2, help="training epochs (reuters-scale)")
     p.add_argument("--steps", type=int, default=40,
                    help="steps per timed epoch (step), calls per timed part (profile)")
@@ -408,9 +467,11 @@ def main(argv=None):
     own, rest = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     args = p.parse_args(own)
     args.rest = rest  # run.py arguments, after --
+    args.sizes = args.sizes or {"scale": [70000, 250000, 1000000, 2500000, 8100000]}.get(
+        args.what, [25000, 50000, 100000, 200000])
     command = "python scripts/bench.py " + " ".join(argv)
     {"matmul": bench_matmul, "step": bench_step, "run": bench_run, "serve": bench_serve,
-     "reuters-scale": bench_reuters_scale, "profile": bench_profile,
+     "reuters-scale": bench_reuters_scale, "scale": bench_scale, "profile": bench_profile,
      "report": bench_report}[args.what](args, command)
     if args.what == "report":
         return

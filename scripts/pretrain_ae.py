@@ -33,8 +33,7 @@ from spectralnet_tf import distribute  # noqa: E402
 from spectralnet_tf.atomic import atomic_file  # noqa: E402
 from spectralnet_tf.autoencoder import (build_autoencoder, save_ae_weights,  # noqa: E402
                                         train_autoencoder)
-from spectralnet_tf.centroids import (centroid_distances, fit_centroids,  # noqa: E402
-                                      nearest_centroid)
+from spectralnet_tf.centroids import assign, fit_centroids  # noqa: E402
 from spectralnet_tf.checkpoint import Checkpointer  # noqa: E402
 from spectralnet_tf.datasets import (DATA_DIR_ENV, MNIST_IMAGE_SHAPE, MNIST_N_TRAIN,  # noqa: E402
                                      mnist, reuters)
@@ -161,7 +160,7 @@ def main(argv=None):
     save_ae_weights(autoencoder, out)
     k = int(y.max()) + 1
     centers = fit_centroids(codes, k, args.seed)
-    labels = nearest_centroid(centroid_distances(codes, centers)).numpy()
+    labels = assign(codes, centers)
     provenance = {
         "weights": os.path.basename(out),
         "data": {"file": os.path.basename(data_file), "points": int(len(x)), "split": split,

@@ -6,11 +6,34 @@ import numpy as np
 import tensorflow as tf
 from sklearn.cluster import KMeans
 
+#: k-means fits on at most this many points, a uniform sample; every point is
+#: then assigned to its nearest centroid. MNIST (70,000) fits on all.
+KMEANS_FIT_MAX = 100_000
+#: Rows per chunk when assigning (the distances are (chunk, k)).
+ASSIGN_CHUNK = 65536
+
+
+def kmeans(x, n_clusters, seed):
+    """scikit-learn k-means (10 restarts) fitted on x, or on a uniform sample
+    of ``KMEANS_FIT_MAX`` of its rows."""
+    if len(x) > KMEANS_FIT_MAX:
+        x = x[np.sort(np.random.default_rng(seed).choice(len(x), KMEANS_FIT_MAX, replace=False))]
+    return KMeans(n_clusters, n_init=10, random_state=seed).fit(x)
+
 
 def fit_centroids(embedding, n_clusters, seed):
-    """k-means (scikit-learn, 10 restarts) centroids, float32 (k, dim)."""
-    kmeans = KMeans(n_clusters, n_init=10, random_state=seed).fit(embedding)
-    return kmeans.cluster_centers_.astype(np.float32)
+    """k-means centroids (``kmeans``), float32 (k, dim)."""
+    return kmeans(embedding, n_clusters, seed).cluster_centers_.astype(np.float32)
+
+
+def kmeans_labels(x, n_clusters, seed):
+    """k-means clusters of every row of x: ``kmeans``, then each row's
+    nearest centroid (scikit-learn's, in chunks); on all rows when they fit."""
+    model = kmeans(x, n_clusters, seed)
+    if len(x) <= KMEANS_FIT_MAX:
+        return model.labels_
+    return np.concatenate([model.predict(x[s:s + ASSIGN_CHUNK])
+                           for s in range(0, len(x), ASSIGN_CHUNK)])
 
 
 def centroid_distances(y, centers):
@@ -28,3 +51,10 @@ def centroid_distances(y, centers):
 def nearest_centroid(distances):
     """Cluster id (int64) of the smallest distance in each row."""
     return tf.argmin(distances, axis=1, output_type=tf.int64)
+
+
+def assign(embedding, centers):
+    """``nearest_centroid`` of every row of ``embedding``, a chunk at a time."""
+    return np.concatenate([
+        nearest_centroid(centroid_distances(embedding[s:s + ASSIGN_CHUNK], centers)).numpy()
+        for s in range(0, max(len(embedding), 1), ASSIGN_CHUNK)])

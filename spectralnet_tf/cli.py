@@ -29,15 +29,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from sklearn.cluster import KMeans  # noqa: E402
 
 from . import distribute, rundir  # noqa: E402
 from .affinity import AFFINITIES, SCALES  # noqa: E402
 from .atomic import atomic_file  # noqa: E402
 from .autoencoder import load_encoder  # noqa: E402
+from .centroids import kmeans_labels  # noqa: E402
 from .configs import config_for  # noqa: E402
 from .datasets import DATA_DIR_ENV, DATASETS, MNIST_N_TRAIN, load_dataset  # noqa: E402
 from .estimator import SpectralNet  # noqa: E402
+from .infimnist import InfiMNIST  # noqa: E402
 from .losses import LAPLACIANS  # noqa: E402
 from .metrics import acc, grassmann, nmi  # noqa: E402
 from .networks import OUTPUT_ACTIVATIONS  # noqa: E402
@@ -50,9 +51,11 @@ PROG = "spectralnet"
 #: Largest exact reference graph (--grassmann): MNIST's is 70,000 x 684 = 48M edges.
 MAX_REFERENCE_EDGES = 100_000_000
 #: Data sets with an autoencoder code space (run in it by default).
-CODE_SPACE = ("mnist", "reuters")
+CODE_SPACE = ("mnist", "infimnist", "reuters")
 #: Reuters --split: the fraction held out at random (paper Sec. 5.2).
 REUTERS_TEST_FRACTION = 0.1
+#: infimnist --split: this many fresh digits, the indices right after the n trained on.
+INFIMNIST_FRESH = 10000
 AE_ALL, AE_TRAIN60K, AE_REUTERS = (
     "ae_mnist_weights.h5", "ae_mnist_train60k_weights.h5", "ae_reuters_weights.h5")
 
@@ -149,12 +152,17 @@ def build_parser():
                     help="activation of the size-k layer before Orthonorm (paper: tanh)")
     hp.add_argument("--siamese-epochs", type=POSITIVE_INT, dest="siamese_max_epochs",
                     help="maximum epochs of the Siamese net")
+    hp.add_argument("--siamese-steps-per-epoch", type=POSITIVE_INT, dest="siamese_steps_per_epoch",
+                    help="Siamese minibatches per epoch (default: one pass over all pairs)")
     hp.add_argument("--siamese-nbrs", type=POSITIVE_INT, dest="siamese_n_nbrs",
                     help="Siamese positive pairs come from each point's SIAMESE_NBRS "
                          "nearest neighbours")
-    mn = p.add_argument_group("MNIST and Reuters (paper Table 1)")
+    mn = p.add_argument_group("MNIST, infinite MNIST and Reuters (paper Table 1)")
     mn.add_argument("--data-dir", help=f"folder with mnist.npz or reuters.h5 "
                     f"(default: ${DATA_DIR_ENV})")
+    mn.add_argument("--n", type=POSITIVE_INT,
+                    help="infimnist: the number of digits (default 70,000: MNIST itself); "
+                         "those beyond 70,000 are deformed training digits, generated as read")
     mn.add_argument("--space", choices=["input", "code"],
                     help="cluster raw pixels or autoencoder codes (default: code)")
     mn.add_argument("--affinity", choices=["siamese", "euclidean"], dest="distance",
@@ -163,7 +171,8 @@ def build_parser():
                     f"{AE_ALL}, or {AE_TRAIN60K} with --split; {AE_REUTERS})")
     mn.add_argument("--split", action="store_true",
                     help="MNIST: train on the 60k training split, report test_acc/test_nmi on "
-                         "the 10k; Reuters: the same with a random 10%% held out")
+                         "the 10k; Reuters: the same with a random 10%% held out; infimnist: "
+                         f"on the {INFIMNIST_FRESH:,} fresh digits that follow the n")
     mn.add_argument("--grassmann", action="store_true",
                     help="Grassmann distance to the true eigenvectors of the full-data "
                          "Laplacian: the kNN graph that the minibatches sample, with "
@@ -211,7 +220,7 @@ def build_config(args):
     for key in ("affinity", "n_nbrs", "scale_nbr", "scale", "laplacian", "batch_size",
                 "ortho_batch_size", "learning_rate", "patience", "max_epochs",
                 "steps_per_epoch", "gradient", "init", "output_activation", "siamese_max_epochs",
-                "siamese_n_nbrs", "label_weight", "labeled_share"):
+                "siamese_steps_per_epoch", "siamese_n_nbrs", "label_weight", "labeled_share"):
         value = getattr(args, key)
         if value is not None:
             config[key] = value
@@ -227,17 +236,22 @@ def split(args, x, y):
         return x, y, None, None
     if args.dset == "mnist":
         return x[:MNIST_N_TRAIN], y[:MNIST_N_TRAIN], x[MNIST_N_TRAIN:], y[MNIST_N_TRAIN:]
+    if args.dset == "infimnist":
+        fresh = InfiMNIST(x.images, x.base_labels, INFIMNIST_FRESH, start=x.start + len(x))
+        return x, y, fresh, fresh.labels
     if args.dset == "reuters":
         held_out = np.random.default_rng(args.seed).uniform(size=len(y)) < REUTERS_TEST_FRACTION
         train, test = np.flatnonzero(~held_out), np.flatnonzero(held_out)
         return Rows(x, train), y[train], Rows(x, test), y[test]
-    raise UsageError("--split is defined for --dset mnist (60k/10k) and reuters (90%/10%).")
+    raise UsageError("--split is defined for --dset mnist (60k/10k), infimnist (fresh digits) "
+                     "and reuters (90%/10%).")
 
 
 def default_ae(args):
     if args.dset == "reuters":
         return pretrained_path(AE_REUTERS)
-    return pretrained_path(AE_TRAIN60K if args.split else AE_ALL)
+    # infimnist's fresh digits deform training digits, which every file saw.
+    return pretrained_path(AE_TRAIN60K if args.split and args.dset == "mnist" else AE_ALL)
 
 
 class Job:
@@ -247,6 +261,10 @@ class Job:
         self.args = args
         t = time.perf_counter()
         extra = {"data_dir": args.data_dir} if args.dset in CODE_SPACE else {}
+        if args.n is not None:
+            if args.dset != "infimnist":
+                raise UsageError(f"--n {args.n}: only --dset infimnist takes a size.")
+            extra["n"] = args.n
         try:
             x, y, self.k = load_dataset(args.dset, seed=args.seed, **extra)
         except (FileNotFoundError, ValueError, OSError) as err:
@@ -437,7 +455,7 @@ def run(job, out, resume=False, write=True):
         phase("grassmann_plain", t)
 
     t = time.perf_counter()
-    km_labels = KMeans(k, n_init=10, random_state=args.seed).fit_predict(z)
+    km_labels = kmeans_labels(z, k, args.seed)
     results.update(kmeans_acc=acc(y, km_labels), kmeans_nmi=nmi(y, km_labels))
     phase("kmeans", t)
 

@@ -52,6 +52,11 @@ CONFIGS = {
         "siamese_batch_size": 512,
         "siamese_max_epochs": 100,
     },
+    # Infinite MNIST (issue 14): MNIST's settings, with its epoch lengths as
+    # fixed step budgets, so training costs the same at any n: 61 SpectralNet
+    # steps (MNIST: 63,000 training codes / 1024) and 1,107 Siamese steps
+    # (MNIST: 567,000 training pairs / 512).
+    "infimnist": None,  # set below, from "mnist"
     # Paper Tables 3/4 and Appendix C, Reuters: SpectralNet 512-256-4 (tanh),
     # batch 2048, RMSprop 5e-5; Siamese 512-256-128, batch 128, RMSprop 1e-3,
     # positives: 1 random point of the 100 nearest (annoy); global scale: the
@@ -76,6 +81,9 @@ CONFIGS = {
         "neighbors": "annoy",
     },
 }
+
+
+CONFIGS["infimnist"] = {**CONFIGS["mnist"], "steps_per_epoch": 61, "siamese_steps_per_epoch": 1107}
 
 
 #: The paper's own settings (Appendix C, Tables 3 and 4), for ``--preset paper``:

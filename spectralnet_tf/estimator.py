@@ -14,7 +14,7 @@ from sklearn.utils.validation import validate_data
 from . import distribute as dist
 from .affinity import AFFINITIES, SCALES
 from .checkpoint import Checkpointer
-from .centroids import centroid_distances, fit_centroids, nearest_centroid
+from .centroids import assign, fit_centroids
 from .export import export_saved_model, load_estimator, save_estimator
 from .losses import LAPLACIANS
 from .networks import OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
@@ -251,6 +251,10 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     siamese_batch_size : int, default=128
     siamese_learning_rate : float, default=1e-3
     siamese_max_epochs : int, default=100
+    siamese_steps_per_epoch : int or None, default=None
+        None: an epoch is one pass over all Siamese pairs. An int: that many
+        minibatches of random pairs, a budget that does not grow with n
+        (infinite MNIST).
     neighbors : {"auto", "exact", "annoy"}, default="auto"
         Nearest-neighbour backend for the Siamese pairs: exact (scikit-learn)
         up to 20,000 points, annoy above.
@@ -352,6 +356,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         siamese_batch_size=128,
         siamese_learning_rate=1e-3,
         siamese_max_epochs=100,
+        siamese_steps_per_epoch=None,
         neighbors="auto",
         checkpoint_dir=None,
         distribute=None,
@@ -387,6 +392,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self.siamese_batch_size = siamese_batch_size
         self.siamese_learning_rate = siamese_learning_rate
         self.siamese_max_epochs = siamese_max_epochs
+        self.siamese_steps_per_epoch = siamese_steps_per_epoch
         self.neighbors = neighbors
         self.checkpoint_dir = checkpoint_dir
         self.distribute = distribute
@@ -446,6 +452,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             _check_int("siamese_batch_size", self.siamese_batch_size, 1)
             dist.check_divisible("siamese_batch_size", self.siamese_batch_size, self._strategy())
             _check_int("siamese_max_epochs", self.siamese_max_epochs, 1)
+            if self.siamese_steps_per_epoch is not None:
+                _check_int("siamese_steps_per_epoch", self.siamese_steps_per_epoch, 1)
             _check_positive("siamese_learning_rate", self.siamese_learning_rate)
         # The validation hold-out is one minibatch at least: its affinity
         # needs the neighbours too (this matters for small data only).
@@ -680,7 +688,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         return self._validate_X(X, reset=False)
 
     def _assign(self, embedding):
-        return nearest_centroid(centroid_distances(embedding, self.cluster_centers_)).numpy()
+        return assign(embedding, self.cluster_centers_)
 
     def transform(self, X):
         """Embed X with F_theta: (n_samples, n_clusters)."""

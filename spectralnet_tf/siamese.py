@@ -15,7 +15,11 @@ from . import distribute
 from .losses import contrastive_loss
 from .neighbors import make_neighbors
 from .networks import dense_stack
-from .train import PlateauSchedule, run_epochs
+from .train import PlateauSchedule, run_epochs, sample_rows
+
+#: The validation loss is taken on at most this many of the held-out pairs
+#: (MNIST: 63,000), so an epoch's cost does not grow with n.
+VALIDATION_MAX_PAIRS = 65536
 
 
 def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None, positives_per_point=None):
@@ -114,9 +118,13 @@ def build_siamese(input_dim, hidden_units=(1024, 1024, 512, 10), seed=0, output_
 
 
 def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience=10,
-                  min_lr=1e-8, epochs=100, validation_fraction=0.1, seed=0, verbose=1,
-                  checkpointer=None, strategy=None):
+                  min_lr=1e-8, epochs=100, steps_per_epoch=None, validation_fraction=0.1,
+                  seed=0, verbose=1, checkpointer=None, strategy=None):
     """Train ``net`` on ``pairs`` (from ``make_pairs``); returns the history dict.
+
+    An epoch is one pass over the training pairs in random order, or, with
+    ``steps_per_epoch``, that many minibatches of distinct random pairs (a
+    step budget that does not grow with the number of pairs).
 
     With a ``tf.distribute`` ``strategy`` (``net`` built in its scope) each
     minibatch of pairs is split over the replicas (``distribute``)."""
@@ -126,12 +134,13 @@ def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience
     rng = np.random.default_rng(seed)
     perm = rng.permutation(len(first))
     n_val = max(1, int(round(validation_fraction * len(first))))
-    val, tr = perm[:n_val], perm[n_val:]
+    val, tr = perm[:min(n_val, VALIDATION_MAX_PAIRS)], perm[n_val:]
     x_all = tf.constant(np.asarray(x, dtype=np.float32))
     tr_pairs = [tf.constant(a[tr]) for a in (first, second, positive)]
     val_pairs = [tf.constant(a[val]) for a in (first, second, positive)]
     n_pairs = len(tr)
-    steps = max(1, n_pairs // batch_size)
+    full_passes = steps_per_epoch is None
+    steps = max(1, n_pairs // batch_size) if full_passes else steps_per_epoch
     generator = tf.random.Generator.from_seed(seed)
     with strategy.scope():
         optimizer = keras.optimizers.RMSprop(learning_rate)
@@ -154,10 +163,13 @@ def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience
 
     @tf.function
     def run_epoch():
-        order = tf.argsort(generator.uniform([n_pairs]))
+        if full_passes:  # decided at trace time
+            order = tf.argsort(generator.uniform([n_pairs]))
         total = tf.constant(0.0)
         for s in tf.range(steps):
-            total += distribute.run(strategy, step, order[s * batch_size:(s + 1) * batch_size])
+            batch = (order[s * batch_size:(s + 1) * batch_size] if full_passes
+                     else sample_rows(generator, n_pairs, batch_size))
+            total += distribute.run(strategy, step, batch)
         return total / tf.cast(steps, tf.float32)
 
     @tf.function
@@ -173,8 +185,9 @@ def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience
 
 def fit_siamese(z, *, hidden_units=(1024, 1024, 512, 10), output_activation="linear",
                 n_nbrs=2, positives_per_point=None, batch_size=128, learning_rate=1e-3,
-                max_epochs=100, patience=10, min_lr=1e-8, neighbors="auto", labels=None,
-                seed=0, verbose=0, checkpointer=None, strategy=None):
+                max_epochs=100, steps_per_epoch=None, patience=10, min_lr=1e-8,
+                neighbors="auto", labels=None, seed=0, verbose=0, checkpointer=None,
+                strategy=None):
     """Pairs from ``z`` (``make_pairs``), a new Siamese net built (in
     ``strategy``'s scope) and trained on them: returns ``(net, history)``. The
     keywords are ``SpectralNet``'s ``siamese_*`` parameters without the prefix."""
@@ -184,7 +197,8 @@ def fit_siamese(z, *, hidden_units=(1024, 1024, 512, 10), output_activation="lin
         net = build_siamese(np.shape(z)[1], tuple(hidden_units),
                             output_activation=output_activation, seed=seed)
     history = train_siamese(net, z, pairs, batch_size=batch_size, learning_rate=learning_rate,
-                            patience=patience, min_lr=min_lr, epochs=max_epochs, seed=seed,
+                            patience=patience, min_lr=min_lr, epochs=max_epochs,
+                            steps_per_epoch=steps_per_epoch, seed=seed,
                             verbose=verbose, checkpointer=checkpointer, strategy=strategy)
     return net, history
 

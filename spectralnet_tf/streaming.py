@@ -1,7 +1,8 @@
 """Data that need not fit in memory: rows read a chunk at a time.
 
 A "row source" is a numpy array, an ``h5py.Dataset`` (e.g. the Reuters
-``data``), or ``Rows``, a selection of rows of either. ``row_batches`` reads
+``data``), or a ``LazyRows``: ``Rows`` (a selection of rows of any row
+source) or rows generated on demand (``infimnist.InfiMNIST``). ``row_batches`` reads
 consecutive chunks through a ``tf.data`` pipeline, so the next chunk is read
 from disk while a model runs on the current one; ``map_batches`` applies a
 model to every chunk and stacks the (small) outputs, e.g. the 10-d codes of
@@ -16,7 +17,12 @@ import tensorflow as tf
 CHUNK_ROWS = 4096
 
 
-class Rows:
+class LazyRows:
+    """A row source read or generated only when sliced: ``shape``, ``dtype``,
+    ``len`` and ``x[a:b]`` (a float numpy array)."""
+
+
+class Rows(LazyRows):
     """The rows ``indices`` (increasing) of a row source, read lazily.
 
     Slicing a ``Rows`` reads the contiguous block that spans the selected rows
@@ -57,8 +63,8 @@ class Rows:
 
 
 def is_lazy(x):
-    """True for row sources read from disk on demand."""
-    return isinstance(x, (h5py.Dataset, Rows))
+    """True for row sources read from disk or generated on demand."""
+    return isinstance(x, (h5py.Dataset, LazyRows))
 
 
 def row_batches(x, batch_size=CHUNK_ROWS):

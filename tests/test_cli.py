@@ -42,6 +42,8 @@ def _fails(argv, capsys):
         (["--bogus"], "unrecognized arguments: --bogus"),
         (["--batch-size", "5000"], "batch_size=5000 is larger than the 1350 training points"),
         (["--split"], "--split is defined for --dset mnist"),
+        (["--n", "5000"], "--n 5000: only --dset infimnist takes a size"),
+        (["--n", "0"], "argument --n: must be an integer >= 1, got '0'"),
         (["--space", "code"], "--space code needs an autoencoder"),
         (["--preset", "paper"], "--preset paper: preset 'paper' has settings for ['mnist', "
                                 "'reuters'] only, got dset='moons'"),

@@ -43,3 +43,11 @@ def test_make_neighbors_chooses_by_size_and_rejects_unknown_names():
 def test_too_many_neighbours_is_named():
     with pytest.raises(ValueError, match="n_neighbors=10"):
         ExactNeighbors().kneighbors(_x(10), 10)
+
+
+def test_annoy_threaded_queries_return_the_single_thread_results():
+    x = _x(3000)
+    one = AnnoyNeighbors(n_trees=10, random_state=0, n_jobs=1).kneighbors(x, 6)
+    many = AnnoyNeighbors(n_trees=10, random_state=0, n_jobs=3).kneighbors(x, 6, chunk=257)
+    np.testing.assert_array_equal(one[1], many[1])
+    np.testing.assert_array_equal(one[0], many[0])

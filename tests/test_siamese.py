@@ -88,3 +88,27 @@ def test_paper_relu_output_layer_is_nonnegative_and_linear_is_not():
     linear = build_siamese(5, (16, 8), seed=0)(x).numpy()
     assert relu.min() == 0.0 and linear.min() < 0.0
     np.testing.assert_allclose(relu, np.maximum(linear, 0.0), rtol=1e-6)  # same weights
+
+
+def test_a_step_budget_trains_on_random_pairs_and_caps_the_validation_pairs(monkeypatch):
+    import spectralnet_tf.siamese as siamese
+
+    x, _ = _blobs()
+    pairs = make_pairs(x, n_nbrs=2, neighbors="exact", seed=0)
+    first, second, positive = pairs
+    monkeypatch.setattr(siamese, "VALIDATION_MAX_PAIRS", 16)
+    seen = []
+    real = siamese.contrastive_loss
+    monkeypatch.setattr(siamese, "contrastive_loss",
+                        lambda z1, z2, pos: seen.append(int(z1.shape[0])) or real(z1, z2, pos))
+    net = build_siamese(2, hidden_units=(32, 8), seed=0)
+    before = float(real(net(x[first]), net(x[second]), positive))
+    history = train_siamese(net, x, pairs, batch_size=64, epochs=6, steps_per_epoch=5, seed=0,
+                            verbose=0)
+    assert len(history["loss"]) == 6
+    assert float(real(net(x[first]), net(x[second]), positive)) < before
+    assert 16 in seen and max(seen) <= 64  # training batches of 64, validation on 16 pairs
+    twin = build_siamese(2, hidden_units=(32, 8), seed=0)
+    train_siamese(twin, x, pairs, batch_size=64, epochs=6, steps_per_epoch=5, seed=0, verbose=0)
+    for a, b in zip(net.get_weights(), twin.get_weights()):
+        np.testing.assert_array_equal(a, b)

@@ -103,3 +103,51 @@ def test_spectral_init_starts_near_the_minimum_and_is_recorded():
     # One iteration of Algorithm 1: the warm start already clusters.
     assert acc(y, warm.labels_) >= 0.99
     assert warm.history_["val_loss"][0] < 0.5 * cold.history_["val_loss"][0]
+
+
+def test_large_n_draws_are_distinct_uniform_and_cost_no_n_sized_work():
+    """Above TOPK_SAMPLING_MAX_N a draw is O(m): distinct rows in range,
+    seeded, uniform (each of 8 equal ranges gets its share), with the
+    preferred rows first."""
+    from spectralnet_tf.train import TOPK_SAMPLING_MAX_N, distinct_draws
+
+    n = 8 * TOPK_SAMPLING_MAX_N
+    gen = tf.random.Generator.from_seed(0)
+    draws = np.concatenate([sample_rows(gen, n, 512).numpy() for _ in range(40)])
+    for batch in draws.reshape(40, 512):
+        assert len(set(batch)) == 512 and batch.min() >= 0 and batch.max() < n
+    counts = np.bincount(draws // (n // 8), minlength=8)
+    expected = len(draws) / 8
+    assert ((counts - expected) ** 2 / expected).sum() < 24.3  # chi2(7) at p = 0.001
+    np.testing.assert_array_equal(
+        sample_rows(tf.random.Generator.from_seed(3), n, 64).numpy(),
+        sample_rows(tf.random.Generator.from_seed(3), n, 64).numpy())
+    preferred = tf.constant([5, 99, 12345], tf.int32)
+    idx = sample_rows(tf.random.Generator.from_seed(0), n, 100, preferred, 2).numpy()
+    assert len(set(idx)) == 100 and len(set(idx[:2]) & {5, 99, 12345}) == 2
+    # Even when the first 2m draws hold fewer than m distinct rows (m close to n).
+    small = distinct_draws(tf.random.Generator.from_seed(0), 70, 64).numpy()
+    assert sorted(set(small)) == sorted(small) and len(small) == 64 and small.max() < 70
+    # The graph holds no tensor of size n (the top-k path holds n uniforms).
+    graph = tf.function(lambda: sample_rows(gen, n, 64)).get_concrete_function().graph
+    sizes = [dim for op in graph.get_operations() for t in op.outputs
+             for dim in (t.shape.as_list() if t.shape.rank else []) if dim is not None]
+    assert max(sizes) < n
+
+
+def test_validation_loss_uses_at_most_a_fixed_number_of_hold_out_batches(monkeypatch):
+    import spectralnet_tf.train as train
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.networks import build_spectralnet
+
+    seen = []
+    real = train.validation_batches
+    monkeypatch.setattr(train, "validation_batches",
+                        lambda x, *a: seen.append(len(x)) or real(x, *a))
+    monkeypatch.setattr(train, "VALIDATION_MAX_BATCHES", 2)
+    x, _ = _blobs(900)
+    model, body = build_spectralnet(2, 3, (16,), seed=0)
+    affinity = GaussianKNNAffinity(n_nbrs=5, scale_nbr=3).fit(x[:600], 64)
+    train.train_spectralnet(model, body, affinity, x[:600], x[600:], batch_size=64,
+                            ortho_batch_size=64, epochs=1, steps_per_epoch=2, verbose=0)
+    assert seen == [2 * 64]

@@ -1,0 +1,194 @@
+"""Infinite MNIST (issue 14): MNIST's 70,000 digits, then as many deformed
+training digits as asked for, generated on demand and never held whole.
+
+Index ``i < 70,000`` is MNIST digit i (keras order: training, then test).
+Index ``i >= 70,000`` is training digit ``(i - 70,000) mod 60,000``, with its
+label, deformed by, in this order of the inverse map (output pixel p is read
+from the source at ``c + A (p - c) + t + d(p)``, c the image centre):
+
+- ``d``: an elastic displacement field (Simard et al. 2003: smoothed random
+  displacements). Here a Gaussian random field, the same in law as white
+  noise smoothed by a Gaussian of ``ELASTIC_SIGMA`` px, of standard deviation
+  ``ELASTIC_STD`` px per pixel and axis, built from white noise on a coarse
+  grid (``NODE_SPACING`` px), so it costs two small matrix products per digit;
+- ``A``: a small affine map, a rotation within ``MAX_ROTATION_DEG`` of a
+  scaling within ``1 ± MAX_SCALE`` per axis and a shear within ``MAX_SHEAR``;
+- ``t``: a translation of ``TRANSLATION_PX`` px (uniform in that range) in a
+  uniformly random direction;
+
+with bilinear interpolation and zeros outside the image.
+
+The random numbers of index i come from numpy's default generator seeded
+with ``(SEED, i // BLOCK)``, the block of ``BLOCK`` indices that holds i, at
+row ``i % BLOCK``: a digit is the same whichever slice reads it (for a given
+numpy version; numpy may change its normal sampler between versions). The original
+InfiMNIST (Loosli, Canu & Bottou 2007) deforms along tangent vectors from
+files that cannot be had here; this is our deformation, not theirs.
+"""
+
+import numpy as np
+
+from .streaming import LazyRows
+
+#: MNIST's digits (training, then test) come first, as they are.
+N_ORIGINAL = 70000
+#: Deformations cycle over the training digits only.
+N_BASE = 60000
+SIDE = 28
+#: Key of the random streams, and indices per stream.
+SEED = 20071  # fixed: the data set is one data set, like mnist8m
+BLOCK = 4096
+ELASTIC_SIGMA = 4.0
+ELASTIC_STD = 1.0
+NODE_SPACING = 4.0
+MAX_ROTATION_DEG = 10.0
+MAX_SCALE = 0.1
+MAX_SHEAR = 0.1
+TRANSLATION_PX = (1.0, 2.0)
+
+
+def field_basis(side=SIDE, sigma=ELASTIC_SIGMA, spacing=NODE_SPACING):
+    """(side, nodes) Gaussian weights from coarse grid nodes (spanning the
+    image plus 2 sigma each side) to pixels, each row of unit norm: with iid
+    standard normal ``u`` on the nodes, ``G u G^T`` has unit variance at every
+    pixel and correlation ``exp(-r^2 / (4 sigma^2))`` at distance r."""
+    nodes = np.arange(-2 * sigma, side - 1 + 2 * sigma + spacing / 2, spacing)
+    g = np.exp(-((np.arange(side)[:, None] - nodes[None, :]) ** 2) / (2 * sigma**2))
+    return (g / np.linalg.norm(g, axis=1, keepdims=True)).astype(np.float32)
+
+
+class InfiMNIST(LazyRows):
+    """Rows ``start .. start + n`` of infinite MNIST, float32 (n, 784) in
+    [0, 1], generated a slice at a time (``x[a:b]``).
+
+    Parameters
+    ----------
+    images : array of shape (70000, 784)
+        MNIST's digits, training then test (``datasets.mnist``).
+    base_labels : array of shape (70000,)
+    n : int
+        Number of rows.
+    start : int, default=0
+        Index of the first row: ``start >= n`` of a training set gives
+        fresh digits for out-of-sample tests.
+    """
+
+    def __init__(self, images, base_labels, n, start=0):
+        images = np.asarray(images, dtype=np.float32)
+        if images.shape != (N_ORIGINAL, SIDE * SIDE):
+            raise ValueError(f"images must have shape ({N_ORIGINAL}, {SIDE * SIDE}), got "
+                             f"images.shape={images.shape}.")
+        for name, value in (("n", n), ("start", start)):
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {name}={value!r}.")
+        self.images = images
+        self.base_labels = np.asarray(base_labels, dtype=np.int64)
+        self.n = int(n)
+        self.start = int(start)
+        self._basis = field_basis()
+
+    @property
+    def shape(self):
+        return (self.n, SIDE * SIDE)
+
+    @property
+    def dtype(self):
+        return np.dtype(np.float32)
+
+    def __len__(self):
+        return self.n
+
+    @property
+    def labels(self):
+        """The label of every row (int64, n)."""
+        return self.base_labels[source_index(np.arange(self.start, self.start + self.n))]
+
+    def __getitem__(self, key):
+        if not isinstance(key, slice):
+            raise TypeError(f"InfiMNIST supports slices only, got {type(key).__name__}.")
+        first, stop, step = key.indices(self.n)
+        if step != 1:
+            raise ValueError(f"InfiMNIST reads contiguous slices only, got step={step}.")
+        return self.digits(np.arange(self.start + first, self.start + max(first, stop)))
+
+    def digits(self, index):
+        """Digits of the increasing indices ``index`` (float32, (len, 784))."""
+        index = np.asarray(index, dtype=np.int64)
+        out = self.images[source_index(index)]
+        deformed = index >= N_ORIGINAL
+        if deformed.any():
+            out[deformed] = warp(out[deformed], deformation(index[deformed], self._basis))
+        return out
+
+
+def deformation(index, basis):
+    """The deformation of each index >= N_ORIGINAL (module doc), drawn from
+    its block's stream: ``(a, t, field)``, the affine map (m, 2, 2) and the
+    translation (m, 2) on (row, col), and the displacement field (m, 2, 784)."""
+    j = index - N_ORIGINAL
+    nodes = basis.shape[1]
+    draws = np.concatenate([_block_draws(b, nodes)[j[j // BLOCK == b] % BLOCK]
+                            for b in np.unique(j // BLOCK)])
+    m = len(index)
+    noise = draws[:, :2 * nodes * nodes].reshape(m, 2, nodes, nodes)
+    field = ELASTIC_STD * (basis @ noise @ basis.T)  # (m, 2, side, side)
+    u = draws[:, 2 * nodes * nodes:]
+    angle = np.deg2rad(MAX_ROTATION_DEG) * (2 * u[:, 0] - 1)
+    scale_r, scale_c = (1 + MAX_SCALE * (2 * u[:, i] - 1) for i in (1, 2))
+    shear = MAX_SHEAR * (2 * u[:, 3] - 1)
+    length = TRANSLATION_PX[0] + (TRANSLATION_PX[1] - TRANSLATION_PX[0]) * u[:, 4]
+    direction = 2 * np.pi * u[:, 5]
+    cos, sin = np.cos(angle), np.sin(angle)
+    # A = R(angle) [[scale_r, shear], [0, scale_c]].
+    a = np.stack([cos * scale_r, cos * shear - sin * scale_c,
+                  sin * scale_r, sin * shear + cos * scale_c], -1).reshape(m, 2, 2)
+    t = np.stack([length * np.sin(direction), length * np.cos(direction)], -1)
+    return a, t, field.reshape(m, 2, -1)
+
+
+def warp(images, deform):
+    """``images`` (m, 784) with output pixel p read at ``c + a (p - c) + t +
+    field[:, :, p]`` (``deform = (a, t, field)``), c the image centre."""
+    a, t, field = deform
+    centre = (SIDE - 1) / 2
+    grid = np.stack(np.meshgrid(np.arange(SIDE), np.arange(SIDE), indexing="ij"), -1)
+    p = (grid.reshape(-1, 2) - centre).astype(np.float32)  # (784, 2): row, col
+    src = (p @ np.swapaxes(a, 1, 2)).transpose(0, 2, 1)  # (m, 2, 784)
+    src += centre + t[:, :, None] + field
+    return bilinear(images, src[:, 0], src[:, 1])
+
+
+def source_index(index):
+    """The MNIST digit that index i shows (itself, or the training digit it deforms)."""
+    index = np.asarray(index, dtype=np.int64)
+    return np.where(index < N_ORIGINAL, index, (index - N_ORIGINAL) % N_BASE)
+
+
+def _block_draws(block, nodes):
+    """All random numbers of one block: (BLOCK, 2 nodes^2 normals + 6 uniforms)."""
+    rng = np.random.default_rng([SEED, int(block)])
+    normals = rng.standard_normal((BLOCK, 2 * nodes * nodes), dtype=np.float32)
+    uniforms = rng.uniform(size=(BLOCK, 6)).astype(np.float32)
+    return np.concatenate([normals, uniforms], axis=1)
+
+
+def bilinear(images, rows, cols, side=SIDE, pad=2):
+    """Bilinear samples of flattened (m, side²) ``images`` at float ``rows``,
+    ``cols`` (m, p); zero outside the image. Coordinates are clipped into a
+    zero border of ``pad`` >= 2 px, where all four neighbours read zero."""
+    m, width = len(images), side + 2 * pad
+    padded = np.zeros((m, width, width), dtype=np.float32)
+    padded[:, pad:-pad, pad:-pad] = images.reshape(m, side, side)
+    limit = side + pad - 2  # r0 + 1 stays inside the border
+    r0 = np.clip(np.floor(rows), -pad, limit)
+    c0 = np.clip(np.floor(cols), -pad, limit)
+    fr = np.clip(rows - r0, 0, 1, dtype=np.float32)
+    fc = np.clip(cols - c0, 0, 1, dtype=np.float32)
+    # Flat indices into all m padded images at once.
+    offset = (np.arange(m) * width * width + pad * width + pad)[:, None]
+    idx = (r0 * width + c0).astype(np.intp) + offset
+    flat = padded.ravel()
+    top = flat[idx] + (flat[idx + 1] - flat[idx]) * fc
+    idx += width
+    bottom = flat[idx] + (flat[idx + 1] - flat[idx]) * fc
+    return top + (bottom - top) * fr

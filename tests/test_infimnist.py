@@ -1,0 +1,139 @@
+"""Infinite MNIST (issue 14): the originals first, then deformations that are
+a function of the index alone, small enough to keep the digit's identity."""
+
+import os
+
+import numpy as np
+import pytest
+
+from spectralnet_tf import infimnist as inf
+from spectralnet_tf.datasets import load_dataset, mnist
+from spectralnet_tf.streaming import is_lazy, map_batches
+
+needs_mnist = pytest.mark.skipif(
+    not os.environ.get("SPECTRALNET_DATA_DIR"), reason="needs SPECTRALNET_DATA_DIR (mnist.npz)")
+
+
+@pytest.fixture(scope="module")
+def base():
+    return mnist()
+
+
+def test_bilinear_reads_pixels_at_integer_points_and_interpolates_between():
+    rng = np.random.default_rng(0)
+    images = rng.uniform(size=(3, 28 * 28)).astype(np.float32)
+    r, c = np.meshgrid(np.arange(28.0), np.arange(28.0), indexing="ij")
+    rows, cols = np.tile(r.ravel(), (3, 1)), np.tile(c.ravel(), (3, 1))
+    np.testing.assert_allclose(inf.bilinear(images, rows, cols), images, atol=1e-6)
+    # One pixel down: row 0 reads row 1; the last row reads the zero border.
+    shifted = inf.bilinear(images, rows + 1, cols).reshape(3, 28, 28)
+    np.testing.assert_allclose(shifted[:, :-1], images.reshape(3, 28, 28)[:, 1:], atol=1e-6)
+    assert not shifted[:, -1].any()
+    # Halfway between two columns: their mean; far outside: zero.
+    half = inf.bilinear(images, rows, cols + 0.5).reshape(3, 28, 28)
+    img = images.reshape(3, 28, 28)
+    np.testing.assert_allclose(half[:, :, :-1], (img[:, :, :-1] + img[:, :, 1:]) / 2, atol=1e-6)
+    assert not inf.bilinear(images, rows - 40.0, cols + 100.0).any()
+
+
+def test_field_basis_gives_unit_variance_everywhere():
+    g = inf.field_basis()
+    var = (g**2).sum(axis=1)[:, None] * (g**2).sum(axis=1)[None, :]
+    np.testing.assert_allclose(var, 1.0, rtol=1e-5)
+
+
+@needs_mnist
+def test_originals_come_first_then_deformed_training_digits_with_their_labels(base):
+    images, labels = base
+    x, y, k = load_dataset("infimnist", n=inf.N_ORIGINAL + 2 * inf.N_BASE + 5)
+    assert k == 10 and is_lazy(x) and x.shape == (len(y), 784) and x.dtype == np.float32
+    np.testing.assert_array_equal(x[69990:70000], images[69990:70000])
+    np.testing.assert_array_equal(y[:inf.N_ORIGINAL], labels)
+    cycled = np.arange(inf.N_ORIGINAL, len(y))
+    np.testing.assert_array_equal(y[cycled], labels[(cycled - inf.N_ORIGINAL) % inf.N_BASE])
+    deformed = x[70000:70200]
+    assert deformed.min() >= 0 and deformed.max() <= 1
+    assert (np.abs(deformed - images[:200]).sum(axis=1) > 1).all()  # every one moved
+
+
+@needs_mnist
+def test_a_digit_is_the_same_whichever_slice_or_source_reads_it(base):
+    images, labels = base
+    n = inf.N_ORIGINAL + 3 * inf.BLOCK
+    whole = inf.InfiMNIST(images, labels, n)
+    at = inf.N_ORIGINAL + inf.BLOCK - 50  # spans a block boundary
+    reference = whole[at:at + 100]
+    np.testing.assert_array_equal(whole[at + 30:at + 60], reference[30:60])
+    fresh = inf.InfiMNIST(images, labels, 100, start=at)
+    np.testing.assert_array_equal(fresh[:], reference)
+    np.testing.assert_array_equal(fresh.labels, whole.labels[at:at + 100])
+    # Chunked streaming (encoding reads 4,096-row chunks) gives the same rows.
+    np.testing.assert_array_equal(map_batches(None, inf.InfiMNIST(images, labels, 100, at), 7),
+                                  reference)
+
+
+def test_warp_composes_translation_affine_map_and_field_as_documented():
+    rng = np.random.default_rng(1)
+    images = rng.uniform(size=(2, 784)).astype(np.float32)
+    img = images.reshape(2, 28, 28)
+    eye, zero = np.tile(np.eye(2), (2, 1, 1)), np.zeros((2, 2, 784))
+    # t = (1, -2): pixel (r, c) reads (r + 1, c - 2).
+    moved = inf.warp(images, (eye, np.tile([1.0, -2.0], (2, 1)), zero)).reshape(2, 28, 28)
+    np.testing.assert_allclose(moved[:, :-1, 2:], img[:, 1:, :-2], atol=1e-6)
+    # A 90 degree rotation about the centre maps (r, c) to (c, 27 - r) exactly.
+    rot = np.tile([[0.0, 1.0], [-1.0, 0.0]], (2, 1, 1))
+    turned = inf.warp(images, (rot, np.zeros((2, 2)), zero)).reshape(2, 28, 28)
+    r, c = np.meshgrid(np.arange(28), np.arange(28), indexing="ij")
+    np.testing.assert_allclose(turned, img[:, c, 27 - r], atol=1e-5)
+    # A constant field is a translation.
+    field = np.broadcast_to(np.array([1.0, -2.0])[None, :, None], (2, 2, 784))
+    np.testing.assert_allclose(inf.warp(images, (eye, np.zeros((2, 2)), field)),
+                               moved.reshape(2, 784), atol=1e-6)
+
+
+def test_drawn_deformations_lie_in_the_documented_ranges():
+    index = inf.N_ORIGINAL + np.arange(0, 3 * inf.BLOCK, 7)
+    a, t, field = inf.deformation(index, inf.field_basis())
+    length = np.linalg.norm(t, axis=1)
+    assert length.min() >= inf.TRANSLATION_PX[0] - 1e-5
+    assert length.max() <= inf.TRANSLATION_PX[1] + 1e-5
+    # det A = scale_r * scale_c (a rotation times an upper triangular map).
+    det = np.linalg.det(a)
+    assert (1 - inf.MAX_SCALE) ** 2 - 1e-5 <= det.min() and det.max() <= (1 + inf.MAX_SCALE) ** 2 + 1e-5
+    std = np.sqrt(np.mean(field**2))
+    assert abs(std - inf.ELASTIC_STD) < 0.05 * inf.ELASTIC_STD
+    # A function of the index alone: the same draws in other company.
+    some = index[1::3]
+    np.testing.assert_array_equal(inf.deformation(some, inf.field_basis())[2], field[1::3])
+
+
+@needs_mnist
+def test_bad_arguments_are_named(base):
+    images, labels = base
+    with pytest.raises(ValueError, match="n must be an integer >= 0, got n=-1"):
+        inf.InfiMNIST(images, labels, -1)
+    with pytest.raises(ValueError, match="start must be an integer >= 0, got start=1.5"):
+        inf.InfiMNIST(images, labels, 5, start=1.5)
+    with pytest.raises(ValueError, match=r"images must have shape \(70000, 784\)"):
+        inf.InfiMNIST(images[:10], labels, 5)
+    with pytest.raises(TypeError, match="slices only"):
+        inf.InfiMNIST(images, labels, 5)[3]
+
+
+@needs_mnist
+@pytest.mark.slow
+def test_run_py_trains_on_infimnist_codes_and_scores_fresh_digits(tmp_path):
+    """``run.py --dset infimnist --n N --split``: codes of N digits (MNIST, then
+    deformed ones), a step-budget Siamese net, and 10,000 fresh digits (the
+    indices after N) through the trained net."""
+    from spectralnet_tf import cli
+
+    results = cli.run_command([
+        "--dset", "infimnist", "--n", "72000", "--split", "--out", str(tmp_path / "run"),
+        "--hidden", "64", "--epochs", "2", "--steps-per-epoch", "5", "--siamese-epochs", "1",
+        "--siamese-steps-per-epoch", "10", "--no-plots", "--quiet"])
+    assert results["n"] == 72000 and results["n_test"] == cli.INFIMNIST_FRESH
+    assert results["config"]["siamese_steps_per_epoch"] == 10
+    assert results["autoencoder"]["file"] == cli.AE_ALL
+    # Codes of the pretrained autoencoder: well above chance even after 10 steps.
+    assert results["acc"] > 0.5 and results["test_acc"] > 0.5
