@@ -43,7 +43,7 @@ from .losses import LAPLACIANS  # noqa: E402
 from .metrics import acc, grassmann, nmi  # noqa: E402
 from .networks import OUTPUT_ACTIVATIONS  # noqa: E402
 from .resources import pretrained_path, sha256  # noqa: E402
-from .spectral import DENSE_MAX_N, spectral_clustering  # noqa: E402
+from .spectral import DENSE_MAX_N, EigensolverTimeout, spectral_clustering  # noqa: E402
 from .streaming import Rows, is_lazy, map_batches  # noqa: E402
 from .train import GRADIENTS, INITS  # noqa: E402
 
@@ -187,6 +187,15 @@ def build_parser():
                       help="weight of the labeled points' cross-entropy in the loss")
     semi.add_argument("--labeled-share", type=FRACTION,
                       help="share of each minibatch drawn from the labeled points")
+    mn.add_argument("--exact-knn", action="store_true",
+                    help="after training, exact spectral clustering on the kNN graph of all n "
+                         "points (the trained affinity with its ranks as set, the paper's "
+                         "W_full; neighbours from the run's backend), for any n: the "
+                         "*_plain results; LOBPCG, with an AMG preconditioner (pyamg) above "
+                         "200,000 points")
+    mn.add_argument("--exact-time-limit", type=POSITIVE_FLOAT, default=3600.0,
+                    help="seconds after which --exact-knn's eigensolver gives up (reported as "
+                         "exact_plain_timeout; default 3600)")
     out = p.add_argument_group("output")
     out.add_argument("--export", nargs="?", const="export", metavar="DIR",
                      help="after training, export a SavedModel for TF-Serving to "
@@ -368,18 +377,22 @@ def make_strategy(args):
         raise UsageError(f"--devices {args.devices}: {err}") from None
 
 
-def exact_reference(net, affinity, z, y, seed, batch_size):
+def exact_reference(net, affinity, z, y, seed, batch_size, neighbors="exact", time_limit=None):
     """Exact spectral clustering of all of z on the graph that SpectralNet's
     minibatches of ``batch_size`` sample (``Affinity.for_full_data``: neighbour
     ranks scaled by n / batch size); its eigenvectors are, approximately, the
     ones the net approximates. With ``batch_size=len(z)`` the ranks stay as
     set: the affinity applied to all points at once, the paper's W_full
-    (Sec. 3.1). Returns (labels, eigenvectors, figures)."""
+    (Sec. 3.1). Neighbours from ``neighbors`` (exact search by default); the
+    eigensolver gives up after ``time_limit`` seconds above ``AMG_MIN_N``
+    points (``spectral.EigensolverTimeout``). Returns (labels, eigenvectors,
+    figures)."""
     if not hasattr(affinity, "scale_"):
         affinity.fit(z, batch_size, seed=seed)
     full = affinity.for_full_data(len(z), batch_size)  # its size was checked by Job
     labels, eigvecs = spectral_clustering(z, net.n_clusters, full, net.laplacian,
-                                          neighbors="exact", random_state=seed)
+                                          neighbors=neighbors, random_state=seed,
+                                          time_limit=time_limit)
     return labels, eigvecs, {"exact_acc": acc(y, labels), "exact_nmi": nmi(y, labels),
                              "exact_graph": full._ranks()}
 
@@ -453,6 +466,17 @@ def run(job, out, resume=False, write=True):
         results.update({f"{key}_plain": value for key, value in figures.items()},
                        grassmann_plain=grassmann(net.embedding_, plain))
         phase("grassmann_plain", t)
+    elif args.exact_knn:
+        t = time.perf_counter()
+        # The same graph at any n, from the run's (approximate) neighbours.
+        try:
+            _, _, figures = exact_reference(net, net.affinity_, z, y, args.seed, len(z),
+                                            neighbors=net.neighbors,
+                                            time_limit=args.exact_time_limit)
+            results.update({f"{key}_plain": value for key, value in figures.items()})
+        except EigensolverTimeout as err:
+            results["exact_plain_timeout"] = str(err)
+        phase("exact_plain", t)
 
     t = time.perf_counter()
     km_labels = kmeans_labels(z, k, args.seed)

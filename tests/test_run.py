@@ -50,3 +50,26 @@ def test_flags_override_the_dataset_config():
         ["--dset", "mnist", "--siamese-nbrs", "3", "--siamese-epochs", "7"]))
     assert config["siamese_n_nbrs"] == 3 and config["siamese_max_epochs"] == 7
     assert cli.build_config(cli.parse_args(["--dset", "mnist"]))["siamese_n_nbrs"] == 5
+
+
+def test_exact_knn_reports_the_plain_graph_and_a_time_limit_passed(tmp_path, monkeypatch):
+    """--exact-knn: exact SC on the kNN graph of all points (ranks as set), the
+    same figure --grassmann reports as *_plain; past --exact-time-limit the
+    run still finishes and says so."""
+    small = ["--dset", "cc", "--hidden", "32", "--epochs", "2", "--quiet", "--no-plots",
+             "--no-exact"]
+    grassmann = cli.run_command([*small, "--out", str(tmp_path / "g"), "--grassmann"])
+    knn = cli.run_command([*small, "--out", str(tmp_path / "k"), "--exact-knn"])
+    assert knn["exact_graph_plain"] == {"n_nbrs": 10, "scale_nbr": 3}
+    assert knn["exact_acc_plain"] == grassmann["exact_acc_plain"] == 1.0
+    assert "exact_plain" in knn["seconds"] and "exact_acc" not in knn
+
+    import spectralnet_tf.spectral as spectral
+
+    monkeypatch.setattr(spectral, "DENSE_MAX_N", 50)  # the AMG path, which has the limit
+    monkeypatch.setattr(spectral, "AMG_MIN_N", 100)
+    monkeypatch.setattr(spectral, "AMG_ROUND", 1)
+    late = cli.run_command([*small, "--out", str(tmp_path / "t"), "--exact-knn",
+                            "--exact-time-limit", "1e-6"])
+    assert "did not converge" in late["exact_plain_timeout"] and "exact_acc_plain" not in late
+    assert 0.0 <= late["acc"] <= 1.0

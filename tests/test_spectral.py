@@ -54,3 +54,23 @@ def test_lobpcg_solver_matches_dense_eigenvectors_and_fails_if_unconverged(monke
     assert grassmann(vecs, dense_vecs) < 1e-8
     with pytest.raises(RuntimeError, match=r"did not converge in max_iter=1 iterations"):
         smallest_eigenvectors(lap, 4, max_iter=1)
+
+
+def test_amg_preconditioned_lobpcg_finds_the_dense_eigenspace_and_honours_its_time_limit(
+        monkeypatch):
+    import spectralnet_tf.spectral as spectral
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.metrics import grassmann
+
+    rng = np.random.default_rng(0)
+    centers = np.array([[0, 0], [8, 0], [0, 8]], dtype=np.float32)
+    x = (centers[rng.integers(0, 3, 3000)] + rng.normal(size=(3000, 2))).astype(np.float32)
+    aff = GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local").fit(x, 256)
+    lap = spectral.laplacian_matrix(aff.graph(x, "exact"), "normalized")
+    vals, vecs = spectral.smallest_eigenvectors(lap, 4)  # dense: 3,000 rows
+    monkeypatch.setattr(spectral, "AMG_MIN_N", 1000)
+    amg_vals, amg_vecs = spectral.smallest_eigenvectors(lap, 4)
+    np.testing.assert_allclose(amg_vals, vals, atol=1e-5)
+    assert grassmann(amg_vecs, vecs) < 1e-2
+    with pytest.raises(spectral.EigensolverTimeout, match="time_limit=0.001"):
+        spectral.amg_smallest(lap.tocsr(), 4, tol=1e-15, time_limit=0.001)
