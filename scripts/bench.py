@@ -411,6 +411,7 @@ def bench_scale(args, command):
         for n in args.sizes:
             subprocess.run([sys.executable, os.path.abspath(__file__), "scale", "--one", str(n),
                             *(["--", *args.rest] if args.rest else [])], check=True)
+        scale_plot(sorted(glob.glob(os.path.join(RESULTS, "*-issue14-scale-n*.json"))))
         return
     from distributed import save_record
 
@@ -431,6 +432,37 @@ def bench_scale(args, command):
            if key in r},
         "epochs": r["epochs"], "iterations": r["iterations"], "config": r["config"]},
         issue="issue14")
+
+
+#: The log-log figure of the ``scale`` records.
+SCALE_PNG = os.path.join(ROOT, "benchmarks", "scale.png")
+
+
+def scale_plot(paths):
+    """``benchmarks/scale.png``: seconds against n, log-log, for SpectralNet
+    (all phases), exact spectral clustering of the kNN graph and k-means."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = sorted((_load(p) for p in paths), key=lambda r: r["n"])
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for label, key in (("SpectralNet, end to end", "total"),
+                       ("exact SC, kNN graph (finished runs)", "exact_plain"),
+                       ("k-means on codes", "kmeans")):
+        pts = [(r["n"], r["seconds"][key]) for r in records if key in r["seconds"]
+               and (key != "exact_plain" or "exact_acc_plain" in r)]
+        if pts:
+            ax.loglog(*zip(*pts), "o-", label=label)
+    ax.set_xlabel("digits n")
+    ax.set_ylabel("seconds")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(SCALE_PNG, dpi=100)
+    plt.close(fig)
+    print(f"figure: {SCALE_PNG}")
 
 
 def scale_table(paths):
