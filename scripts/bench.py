@@ -9,6 +9,7 @@ the marked blocks of BENCHMARKS.md and README.md.
     python scripts/bench.py serve --model export/mnist/1   # SavedModel throughput
     python scripts/bench.py reuters-scale     # run.py --dset reuters peak RSS as n grows
     python scripts/bench.py scale --sizes 70000 250000 1000000   # infinite MNIST (issue 14)
+    python scripts/bench.py kmeans-sample     # k-means fitted on a sample vs all, 1M codes
     python scripts/bench.py profile           # where a spectral step's time goes; float32 vs bf16
     python scripts/bench.py report            # BENCHMARKS.md and README figures from the records
     python scripts/bench.py report --check    # exit 1 if either is stale
@@ -434,6 +435,37 @@ def bench_scale(args, command):
         issue="issue14")
 
 
+def bench_kmeans_sample(args, command):
+    """k-means on the autoencoder codes of n infinite-MNIST digits (``--one``,
+    default 1,000,000): fitted on a uniform sample of ``KMEANS_FIT_MAX`` and
+    every point assigned (what the package does above that size), against
+    fitted on all n. ACC, NMI and seconds of each, seeds 0-2."""
+    from sklearn.cluster import KMeans
+
+    from spectralnet_tf.autoencoder import load_encoder
+    from spectralnet_tf.centroids import KMEANS_FIT_MAX, kmeans_labels
+    from spectralnet_tf.cli import AE_ALL
+    from spectralnet_tf.datasets import load_dataset
+    from spectralnet_tf.metrics import acc, nmi
+    from spectralnet_tf.resources import pretrained_path
+    from spectralnet_tf.streaming import map_batches
+
+    n = args.one or 1_000_000
+    x, y, k = load_dataset("infimnist", n=n)
+    z = map_batches(load_encoder(pretrained_path(AE_ALL)), x)
+    rows = []
+    for seed in (0, 1, 2):
+        for name, fit in ((f"sample of {KMEANS_FIT_MAX:,}, then assigned", kmeans_labels),
+                          ("all points", lambda z, k, seed: KMeans(
+                              k, n_init=10, random_state=seed).fit_predict(z))):
+            t = time.perf_counter()
+            labels = fit(z, k, seed)
+            rows.append([seed, name, f"{acc(y, labels):.4f}", f"{nmi(y, labels):.4f}",
+                         f"{time.perf_counter() - t:.1f}"])
+    append(f"k-means (10 restarts) on the codes of {n:,} infinite-MNIST digits: fitted on a "
+           "sample or on all", ["seed", "fitted on", "ACC", "NMI", "seconds"], rows, command)
+
+
 #: The log-log figure of the ``scale`` records.
 SCALE_PNG = os.path.join(ROOT, "benchmarks", "scale.png")
 
@@ -490,14 +522,15 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=["matmul", "step", "run", "serve", "reuters-scale", "scale",
-                                    "profile", "report"])
+                                    "kmeans-sample", "profile", "report"])
     p.add_argument("--check", action="store_true",
                    help="report: exit 1 if BENCHMARKS.md or README.md is stale")
     p.add_argument("--sizes", type=int, nargs="+",
                    help="documents per synthetic corpus (reuters-scale; default 25000 50000 "
                         "100000 200000), digits (scale; default 70000 250000 1000000 2500000 "
                         "8100000)")
-    p.add_argument("--one", type=int, help="scale: run this one size in this process")
+    p.add_argument("--one", type=int, help="scale: run this one size in this process; "
+                   "kmeans-sample: the number of digits (default 1000000)")
     p.add_argument("--epochs", type=int, default=2, help="training epochs (reuters-scale)")
     p.add_argument("--steps", type=int, default=40,
                    help="steps per timed epoch (step), calls per timed part (profile)")
@@ -509,7 +542,8 @@ def main(argv=None):
         args.what, [25000, 50000, 100000, 200000])
     command = "python scripts/bench.py " + " ".join(argv)
     {"matmul": bench_matmul, "step": bench_step, "run": bench_run, "serve": bench_serve,
-     "reuters-scale": bench_reuters_scale, "scale": bench_scale, "profile": bench_profile,
+     "reuters-scale": bench_reuters_scale, "scale": bench_scale,
+     "kmeans-sample": bench_kmeans_sample, "profile": bench_profile,
      "report": bench_report}[args.what](args, command)
     if args.what == "report":
         return

@@ -23,7 +23,7 @@ VALIDATION_MAX_PAIRS = 65536
 
 
 def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None, positives_per_point=None):
-    """Training pairs: ``(first, second, is_positive)`` index arrays.
+    """Training pairs: ``(first, second, is_positive)`` arrays (int32 indices).
 
     Positives: (i, j) for each of i's ``n_nbrs`` nearest neighbours j (paper,
     MNIST: 2), or, with ``positives_per_point=p``, for p of them drawn at random
@@ -64,7 +64,10 @@ def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None, positives_per
     if labels is not None:
         for arrays, pairs in zip((firsts, seconds, flags), _labeled_pairs(labels, rng)):
             arrays.extend(pairs)
-    return tuple(np.concatenate(a) for a in (firsts, seconds, flags))
+    # int32 indices: 8 bytes a pair instead of 16 (10 pairs a point on MNIST).
+    index = np.int32 if n < 2**31 else np.int64
+    return (np.concatenate(firsts).astype(index), np.concatenate(seconds).astype(index),
+            np.concatenate(flags))
 
 
 def _is_neighbour(nbrs, first, second, chunk=65536):
