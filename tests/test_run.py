@@ -47,17 +47,23 @@ def test_paper_preset_is_appendix_c_and_flags_still_override():
 
 def test_flags_override_the_dataset_config():
     config = cli.build_config(cli.parse_args(
-        ["--dset", "mnist", "--siamese-nbrs", "3", "--siamese-epochs", "7"]))
+        ["--dset", "mnist", "--siamese-nbrs", "3", "--siamese-epochs", "7",
+         "--siamese-steps-per-epoch", "9"]))
     assert config["siamese_n_nbrs"] == 3 and config["siamese_max_epochs"] == 7
+    assert config["siamese_steps_per_epoch"] == 9
     assert cli.build_config(cli.parse_args(["--dset", "mnist"]))["siamese_n_nbrs"] == 5
+    # Infinite MNIST: MNIST's settings with its epoch lengths as step budgets.
+    infi = cli.build_config(cli.parse_args(["--dset", "infimnist"]))
+    assert infi == {**cli.build_config(cli.parse_args(["--dset", "mnist"])),
+                    "steps_per_epoch": 61, "siamese_steps_per_epoch": 1107}
 
 
 def test_exact_knn_reports_the_plain_graph_and_a_time_limit_passed(tmp_path, monkeypatch):
     """--exact-knn: exact SC on the kNN graph of all points (ranks as set), the
     same figure --grassmann reports as *_plain; past --exact-time-limit the
     run still finishes and says so."""
-    small = ["--dset", "cc", "--hidden", "32", "--epochs", "2", "--quiet", "--no-plots",
-             "--no-exact"]
+    small = ["--dset", "cc", "--hidden", "16", "--epochs", "1", "--steps-per-epoch", "5",
+             "--quiet", "--no-plots", "--no-exact"]
     grassmann = cli.run_command([*small, "--out", str(tmp_path / "g"), "--grassmann"])
     knn = cli.run_command([*small, "--out", str(tmp_path / "k"), "--exact-knn"])
     assert knn["exact_graph_plain"] == {"n_nbrs": 10, "scale_nbr": 3}
