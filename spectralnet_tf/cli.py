@@ -41,7 +41,7 @@ from .estimator import SpectralNet  # noqa: E402
 from .infimnist import InfiMNIST  # noqa: E402
 from .losses import LAPLACIANS  # noqa: E402
 from .metrics import acc, grassmann, nmi  # noqa: E402
-from .networks import OUTPUT_ACTIVATIONS  # noqa: E402
+from .networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS  # noqa: E402
 from .resources import pretrained_path, sha256  # noqa: E402
 from .spectral import DENSE_MAX_N, EigensolverTimeout, spectral_clustering  # noqa: E402
 from .streaming import Rows, is_lazy, map_batches  # noqa: E402
@@ -150,6 +150,11 @@ def build_parser():
                          "subsample (spectral), or Glorot weights only (random, the paper's)")
     hp.add_argument("--output-activation", choices=OUTPUT_ACTIVATIONS,
                     help="activation of the size-k layer before Orthonorm (paper: tanh)")
+    hp.add_argument("--dtype-policy", choices=DTYPE_POLICIES,
+                    help="Keras dtype policy of the hidden layers of SpectralNet "
+                         "(default float32)")
+    hp.add_argument("--siamese-dtype-policy", choices=DTYPE_POLICIES,
+                    help="the same for the Siamese net")
     hp.add_argument("--siamese-epochs", type=POSITIVE_INT, dest="siamese_max_epochs",
                     help="maximum epochs of the Siamese net")
     hp.add_argument("--siamese-steps-per-epoch", type=POSITIVE_INT, dest="siamese_steps_per_epoch",
@@ -229,7 +234,8 @@ def build_config(args):
     for key in ("affinity", "n_nbrs", "scale_nbr", "scale", "laplacian", "batch_size",
                 "ortho_batch_size", "learning_rate", "patience", "max_epochs",
                 "steps_per_epoch", "gradient", "init", "output_activation", "siamese_max_epochs",
-                "siamese_steps_per_epoch", "siamese_n_nbrs", "label_weight", "labeled_share"):
+                "siamese_steps_per_epoch", "siamese_n_nbrs", "label_weight", "labeled_share",
+                "dtype_policy", "siamese_dtype_policy"):
         value = getattr(args, key)
         if value is not None:
             config[key] = value

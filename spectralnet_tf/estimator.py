@@ -17,7 +17,7 @@ from .checkpoint import Checkpointer
 from .centroids import assign, fit_centroids
 from .export import export_saved_model, load_estimator, save_estimator
 from .losses import LAPLACIANS
-from .networks import OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
+from .networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
 from .siamese import SIAMESE_OUTPUT_ACTIVATIONS, fit_siamese, siamese_kwargs
 from .streaming import is_lazy, map_batches
 from .train import GRADIENTS, INITS, train_spectralnet
@@ -211,6 +211,12 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         rather than where it can stop on a saddle (``train.spectral_warm_start``;
         README, issue 12). ``history_`` then holds "init_grassmann" and
         "init_seconds".
+    dtype_policy : {"float32", "mixed_bfloat16"}, default="float32"
+        Keras dtype policy of F_theta's ReLU layers. "mixed_bfloat16" computes
+        them in bfloat16 (weights stay float32); the size-k layer, Orthonorm,
+        the Cholesky and the loss stay in float32/float64. Faster where the
+        CPU or accelerator has bfloat16 (BENCHMARKS, "Where a spectral
+        iteration's time goes").
     validation_fraction : float, default=0.1
         Fraction of X held out at random for the validation loss; at least
         one more point than the affinity's neighbours (small data only).
@@ -255,6 +261,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         None: an epoch is one pass over all Siamese pairs. An int: that many
         minibatches of random pairs, a budget that does not grow with n
         (infinite MNIST).
+    siamese_dtype_policy : {"float32", "mixed_bfloat16"}, default="float32"
+        The same for the Siamese net's ReLU layers; its output layer stays
+        float32.
     neighbors : {"auto", "exact", "annoy"}, default="auto"
         Nearest-neighbour backend for the Siamese pairs: exact (scikit-learn)
         up to 20,000 points, annoy above.
@@ -344,6 +353,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         steps_per_epoch=None,
         gradient="projected",
         init="random",
+        dtype_policy="float32",
         validation_fraction=0.1,
         label_weight=1.0,
         labeled_share=0.0,
@@ -357,6 +367,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         siamese_learning_rate=1e-3,
         siamese_max_epochs=100,
         siamese_steps_per_epoch=None,
+        siamese_dtype_policy="float32",
         neighbors="auto",
         checkpoint_dir=None,
         distribute=None,
@@ -380,6 +391,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self.steps_per_epoch = steps_per_epoch
         self.gradient = gradient
         self.init = init
+        self.dtype_policy = dtype_policy
         self.validation_fraction = validation_fraction
         self.label_weight = label_weight
         self.labeled_share = labeled_share
@@ -393,6 +405,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self.siamese_learning_rate = siamese_learning_rate
         self.siamese_max_epochs = siamese_max_epochs
         self.siamese_steps_per_epoch = siamese_steps_per_epoch
+        self.siamese_dtype_policy = siamese_dtype_policy
         self.neighbors = neighbors
         self.checkpoint_dir = checkpoint_dir
         self.distribute = distribute
@@ -412,6 +425,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         _check_choice("gradient", self.gradient, GRADIENTS)
         _check_choice("init", self.init, INITS)
         _check_choice("output_activation", self.output_activation, OUTPUT_ACTIVATIONS)
+        _check_choice("dtype_policy", self.dtype_policy, DTYPE_POLICIES)
         if not (self.distribute is None or isinstance(self.distribute, tf.distribute.Strategy)):
             raise ValueError(
                 "distribute must be a tf.distribute.Strategy or None, got "
@@ -455,6 +469,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             if self.siamese_steps_per_epoch is not None:
                 _check_int("siamese_steps_per_epoch", self.siamese_steps_per_epoch, 1)
             _check_positive("siamese_learning_rate", self.siamese_learning_rate)
+            _check_choice("siamese_dtype_policy", self.siamese_dtype_policy, DTYPE_POLICIES)
         # The validation hold-out is one minibatch at least: its affinity
         # needs the neighbours too (this matters for small data only).
         needed = self._make_affinity().n_neighbors_needed()
@@ -583,7 +598,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         with self._strategy().scope():  # mirrored variables under a strategy
             spectral_model, body = build_spectralnet(
                 Z.shape[1], self.n_clusters, tuple(self.hidden_units), seed=net_seed,
-                output_activation=self.output_activation,
+                output_activation=self.output_activation, dtype_policy=self.dtype_policy,
             )
         self.history_ = train_spectralnet(
             spectral_model, body, self.affinity_, z_train, z_val,

@@ -5,12 +5,19 @@ import keras
 from .orthonorm import Orthonorm
 
 
-def dense_stack(hidden_units, activation, seed, prefix):
+#: Keras dtype policies of the hidden layers. "mixed_bfloat16" computes them
+#: in bfloat16 with float32 weights; float16 is left out, as it needs loss
+#: scaling in the custom training loops.
+DTYPE_POLICIES = ("float32", "mixed_bfloat16")
+
+
+def dense_stack(hidden_units, activation, seed, prefix, dtype_policy="float32"):
     return [
         keras.layers.Dense(
             units,
             activation=activation,
             kernel_initializer=keras.initializers.GlorotUniform(seed=seed + i),
+            dtype=dtype_policy,
             name=f"{prefix}{i + 1}",
         )
         for i, units in enumerate(hidden_units)
@@ -22,24 +29,30 @@ OUTPUT_ACTIVATIONS = ("tanh", "linear")
 
 
 def build_spectralnet(input_dim, n_outputs, hidden_units=(1024, 1024, 512), seed=0,
-                      output_activation="tanh"):
+                      output_activation="tanh", dtype_policy="float32"):
     """F_theta: ReLU layers, a k-unit layer (tanh as in the paper's Table 3, or
     linear), then Orthonorm.
+
+    ``dtype_policy`` applies to the ReLU layers only: the k-unit layer and
+    Orthonorm stay float32, so ỹ, the Gram matrix and the loss keep float32
+    precision (Keras casts the bfloat16 activations on the way in).
 
     Returns ``(model, body)``: ``model`` maps x to the orthonormal embedding y,
     ``body`` shares its layers and maps x to ỹ, the input of Orthonorm.
     """
-    layers = dense_stack(hidden_units, "relu", seed, "dense")
+    layers = dense_stack(hidden_units, "relu", seed, "dense", dtype_policy)
     layers.append(
         keras.layers.Dense(
             n_outputs,
             activation=output_activation,
             kernel_initializer=keras.initializers.GlorotUniform(seed=seed + len(layers)),
+            dtype="float32",
             name="dense_out",
         )
     )
     model = keras.Sequential(
-        [keras.Input((input_dim,), name="x"), *layers, Orthonorm(name="orthonorm")],
+        [keras.Input((input_dim,), name="x"), *layers,
+         Orthonorm(dtype="float32", name="orthonorm")],
         name="spectralnet",
     )
     body = keras.Model(model.inputs[0], model.layers[-2].output, name="spectralnet_body")

@@ -101,7 +101,8 @@ def _labeled_pairs(labels, rng):
 SIAMESE_OUTPUT_ACTIVATIONS = ("linear", "relu")
 
 
-def build_siamese(input_dim, hidden_units=(1024, 1024, 512, 10), seed=0, output_activation="linear"):
+def build_siamese(input_dim, hidden_units=(1024, 1024, 512, 10), seed=0, output_activation="linear",
+                  dtype_policy="float32"):
     """The Siamese branch G, shared by both sides of a pair: ReLU layers and an
     output layer of size ``hidden_units[-1]``, linear unless
     ``output_activation="relu"`` (the paper's, ``--preset paper``).
@@ -112,11 +113,11 @@ def build_siamese(input_dim, hidden_units=(1024, 1024, 512, 10), seed=0, output_
     all units and reached 0.950 (scripts/ablations.py siamese).
     """
     *hidden, out = hidden_units
-    layers = dense_stack(hidden, "relu", seed, "siamese")
-    layers.append(keras.layers.Dense(
+    layers = dense_stack(hidden, "relu", seed, "siamese", dtype_policy)
+    layers.append(keras.layers.Dense(  # float32: the distances of the affinity
         out, activation=None if output_activation == "linear" else output_activation,
         kernel_initializer=keras.initializers.GlorotUniform(seed=seed + len(hidden)),
-        name="siamese_out"))
+        dtype="float32", name="siamese_out"))
     return keras.Sequential([keras.Input((input_dim,), name="x"), *layers], name="siamese")
 
 
@@ -190,7 +191,7 @@ def fit_siamese(z, *, hidden_units=(1024, 1024, 512, 10), output_activation="lin
                 n_nbrs=2, positives_per_point=None, batch_size=128, learning_rate=1e-3,
                 max_epochs=100, steps_per_epoch=None, patience=10, min_lr=1e-8,
                 neighbors="auto", labels=None, seed=0, verbose=0, checkpointer=None,
-                strategy=None):
+                strategy=None, dtype_policy="float32"):
     """Pairs from ``z`` (``make_pairs``), a new Siamese net built (in
     ``strategy``'s scope) and trained on them: returns ``(net, history)``. The
     keywords are ``SpectralNet``'s ``siamese_*`` parameters without the prefix."""
@@ -198,7 +199,8 @@ def fit_siamese(z, *, hidden_units=(1024, 1024, 512, 10), output_activation="lin
                        positives_per_point=positives_per_point)
     with distribute.get(strategy).scope():
         net = build_siamese(np.shape(z)[1], tuple(hidden_units),
-                            output_activation=output_activation, seed=seed)
+                            output_activation=output_activation, seed=seed,
+                            dtype_policy=dtype_policy)
     history = train_siamese(net, z, pairs, batch_size=batch_size, learning_rate=learning_rate,
                             patience=patience, min_lr=min_lr, epochs=max_epochs,
                             steps_per_epoch=steps_per_epoch, seed=seed,

@@ -101,6 +101,10 @@ def _x(n=200, d=2):
          r"siamese_hidden_units=\(\)"),
         (_x(), dict(affinity_embedding="siamese", siamese_output_activation="sigmoid"),
          r"siamese_output_activation must be one of .*got siamese_output_activation='sigmoid'"),
+        (_x(), dict(dtype_policy="float16"),
+         r"dtype_policy must be one of \('float32', 'mixed_bfloat16'\), got dtype_policy='float16'"),
+        (_x(), dict(affinity_embedding="siamese", siamese_dtype_policy="bfloat16"),
+         r"siamese_dtype_policy must be one of .*got siamese_dtype_policy='bfloat16'"),
     ],
 )
 def test_bad_input_gets_a_clear_value_error(X, kwargs, match):

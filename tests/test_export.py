@@ -271,3 +271,21 @@ def test_round_trip_keeps_encoder_and_siamese_and_refits_the_same(tmp_path):
     refit, again = loaded.fit(x), net.fit(x)
     np.testing.assert_array_equal(refit.labels_, again.labels_)
     np.testing.assert_array_equal(refit.embedding_, again.embedding_)
+
+
+def test_mixed_bfloat16_estimator_round_trips_and_exports_float32(tmp_path):
+    x, _, k = load_dataset("moons", n=400)
+    net = SpectralNet(k, hidden_units=(32, 32), max_epochs=2, steps_per_epoch=5, random_state=0,
+                      dtype_policy="mixed_bfloat16", affinity_embedding="siamese",
+                      siamese_hidden_units=(16, 4), siamese_max_epochs=2,
+                      siamese_dtype_policy="mixed_bfloat16").fit(x)
+    assert net.siamese_.layers[0].compute_dtype == "bfloat16"
+    loaded = SpectralNet.load(net.save(str(tmp_path / "est")))
+    assert loaded.get_params()["dtype_policy"] == "mixed_bfloat16"
+    _assert_same_fitted_state(loaded, net, x)
+    sig = tf.saved_model.load(net.export(str(tmp_path / "export"), name="m")).signatures[
+        "serving_default"]
+    served = sig(x=tf.constant(x))
+    assert served["embedding"].dtype == tf.float32
+    np.testing.assert_allclose(served["embedding"].numpy(), net.transform(x), atol=1e-5)
+    np.testing.assert_array_equal(served["cluster"].numpy(), net.predict(x))

@@ -48,9 +48,11 @@ def test_paper_preset_is_appendix_c_and_flags_still_override():
 def test_flags_override_the_dataset_config():
     config = cli.build_config(cli.parse_args(
         ["--dset", "mnist", "--siamese-nbrs", "3", "--siamese-epochs", "7",
-         "--siamese-steps-per-epoch", "9"]))
+         "--siamese-steps-per-epoch", "9", "--dtype-policy", "mixed_bfloat16",
+         "--siamese-dtype-policy", "mixed_bfloat16"]))
     assert config["siamese_n_nbrs"] == 3 and config["siamese_max_epochs"] == 7
     assert config["siamese_steps_per_epoch"] == 9
+    assert config["dtype_policy"] == config["siamese_dtype_policy"] == "mixed_bfloat16"
     assert cli.build_config(cli.parse_args(["--dset", "mnist"]))["siamese_n_nbrs"] == 5
     # Infinite MNIST: MNIST's settings with its epoch lengths as step budgets.
     infi = cli.build_config(cli.parse_args(["--dset", "infimnist"]))
