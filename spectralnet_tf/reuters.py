@@ -8,6 +8,7 @@ and Li, JMLR 5, 2004, online appendices 8 and 12). Both are read line by line;
 the count matrix is sparse; only one chunk of rows is ever dense (float32).
 """
 
+import array
 import collections
 import gzip
 import os
@@ -90,7 +91,9 @@ def make_reuters(src, out, n_words=2000, chunk_rows=10000):
         if doc in labels_of:
             counts.update(tokens)
     vocab = {w: i for i, (w, _) in enumerate(counts.most_common(n_words))}
-    indptr, indices, values, labels = [0], [], [], []
+    # Typed arrays, not lists: 4-8 bytes a nonzero instead of a Python object each.
+    indptr, indices, values, labels = array.array("q", [0]), array.array("i"), \
+        array.array("f"), array.array("q")
     for doc, tokens in iter_documents(token_paths):
         if doc not in labels_of:
             continue
@@ -100,7 +103,8 @@ def make_reuters(src, out, n_words=2000, chunk_rows=10000):
         indptr.append(len(indices))
         labels.append(labels_of[doc])
     matrix = sp.csr_matrix(
-        (np.asarray(values, np.float32), np.asarray(indices, np.int32), np.asarray(indptr, np.int64)),
+        (np.frombuffer(values, np.float32), np.frombuffer(indices, np.int32),
+         np.frombuffer(indptr, np.int64)),
         shape=(len(labels), len(vocab)),
     )
     tfidf = TfidfTransformer(norm="l2").fit_transform(matrix).astype(np.float32).tocsr()
