@@ -144,6 +144,16 @@ def variant_name(env):
                      else ", default threads")
 
 
+def record_variant(record):
+    """``variant_name`` of an mnist record, plus its dtype policies where they
+    are not float32 (records before ``dtype_policy`` existed are float32)."""
+    config = record["results"]["config"]
+    policies = dict.fromkeys(config.get(key, "float32")
+                             for key in ("dtype_policy", "siamese_dtype_policy"))
+    extra = [p for p in policies if p != "float32"]
+    return ", ".join([variant_name(_numerics(record)), *extra])
+
+
 def cmd_subset(args):
     """``tests/mnist_variant.py`` (the regression test's run) per seed, init
     and oneDNN setting, two one-thread processes at a time."""
@@ -267,10 +277,10 @@ def mnist_table(records):
           "| peak RSS |")
     print("|" + " --- |" * 18)
     for r in sorted(records, key=lambda r: (r["results"]["config"].get("seed", 0),
-                                            variant_name(_numerics(r)))):
+                                            record_variant(r))):
         x, sec, rate = r["results"], r["results"]["seconds"], r.get("matmul_gflops")
         cost = f"{sec['total'] * rate / 1e3:.0f} TFLOP ({rate} GFLOP/s)" if rate else "—"
-        print(f"| {x['config'].get('seed')} | {variant_name(_numerics(r))} | {r['commit']} "
+        print(f"| {x['config'].get('seed')} | {record_variant(r)} | {r['commit']} "
               f"| {x['config'].get('init', 'random')} | {x['acc']:.4f} | {x['nmi']:.4f} "
               f"| {x['grassmann']:.4f} | {x['exact_acc']:.4f} "
               f"| {_f4(x.get('grassmann_plain'))} | {_f4(x.get('exact_acc_plain'))} "
@@ -295,7 +305,7 @@ def mnist_status(paths):
         with open(path) as f:
             records.append(json.load(f))
     seeds = sorted({r["results"]["config"].get("seed") for r in records})
-    variants = sorted({variant_name(_numerics(r)) for r in records})
+    variants = sorted({record_variant(r) for r in records})
     acc, nmi, gr = (np.array([r["results"][k] for r in records]) for k in ("acc", "nmi", "grassmann"))
     minutes = np.array([r["results"]["seconds"]["total"] / 60 for r in records])
     runs = f"{len(records)} run" + ("s" if len(records) != 1 else "")

@@ -1,6 +1,7 @@
 """BENCHMARKS.md and README.md figures are rendered from the committed result
 records (``scripts/bench.py report``), and stay so."""
 
+import json
 import os
 import subprocess
 import sys
@@ -50,3 +51,15 @@ def test_a_pattern_without_records_and_an_unknown_renderer_are_errors(bench):
         bench.fill("<!-- report: vc nothing-*.json -->\n<!-- /report -->", "t.md")
     with pytest.raises(ValueError, match="unknown renderer 'bogus'"):
         bench.fill("<!-- report: bogus 2026-11-23-issue18-vc-check.json -->\n<!-- /report -->", "t.md")
+
+
+def test_mnist_table_names_a_mixed_precision_variant(bench, tmp_path):
+    with open(os.path.join(bench.RESULTS, "2026-11-23-issue12-mnist-seed0.json")) as f:
+        record = json.load(f)
+    record["results"]["config"].update(dtype_policy="mixed_bfloat16",
+                                       siamese_dtype_policy="mixed_bfloat16")
+    path = tmp_path / "mixed.json"
+    path.write_text(json.dumps(record))
+    table = bench.render("saddle", [str(path)])
+    assert "| 0 | oneDNN default, default threads, mixed_bfloat16 | c304265 |" in table
+    assert "mixed_bfloat16" in bench.render("mnist-status", [str(path)])
