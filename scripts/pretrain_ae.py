@@ -6,6 +6,8 @@ HDF5 layout, plus a provenance JSON beside them.
     python scripts/pretrain_ae.py --split train     # first 60k only -> ae_mnist_train60k_weights.h5
     python scripts/pretrain_ae.py --dset reuters    # 2000-500-500-2000-10, linear output,
                                                     # a random 10,000 documents (paper Sec. 5.2)
+    python scripts/pretrain_ae.py --dset infimnist --n 300000   # infinite MNIST's first
+                                                    # 300,000 digits (70k + deformations)
 
 Every epoch is checkpointed into --checkpoint-dir; after a kill,
 ``--resume`` continues from the last one (same weights, optimizer state and
@@ -36,7 +38,7 @@ from spectralnet_tf.autoencoder import (build_autoencoder, save_ae_weights,  # n
 from spectralnet_tf.centroids import assign, fit_centroids  # noqa: E402
 from spectralnet_tf.checkpoint import Checkpointer  # noqa: E402
 from spectralnet_tf.datasets import (DATA_DIR_ENV, MNIST_IMAGE_SHAPE, MNIST_N_TRAIN,  # noqa: E402
-                                     mnist, reuters)
+                                     infimnist, mnist, reuters)
 from spectralnet_tf.metrics import acc, nmi  # noqa: E402
 from spectralnet_tf.resources import sha256  # noqa: E402
 from spectralnet_tf.streaming import Rows  # noqa: E402
@@ -46,17 +48,22 @@ DEFAULT_OUT = {
     ("mnist", "all"): "ae_mnist_weights.h5",
     ("mnist", "train"): "ae_mnist_train60k_weights.h5",
     ("reuters", "all"): "ae_reuters_weights.h5",
+    ("infimnist", "all"): "ae_infimnist_weights.h5",
 }
 #: Decoder output: pixels in [0, 1] (sigmoid); tf-idf values (linear).
-OUTPUT_ACTIVATION = {"mnist": "sigmoid", "reuters": None}
+OUTPUT_ACTIVATION = {"mnist": "sigmoid", "infimnist": "sigmoid", "reuters": None}
 #: Points trained on by default (None: all); the paper's Reuters AE used 10,000.
-DEFAULT_SUBSET = {"mnist": None, "reuters": 10000}
+DEFAULT_SUBSET = {"mnist": None, "infimnist": None, "reuters": 10000}
+#: Infinite MNIST digits trained on by default (held in memory: 784 floats each).
+INFIMNIST_DEFAULT_N = 300_000
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dset", choices=["mnist", "reuters"], default="mnist")
+    p.add_argument("--dset", choices=["mnist", "infimnist", "reuters"], default="mnist")
+    p.add_argument("--n", type=int, default=None,
+                   help=f"infimnist: its first N digits (default {INFIMNIST_DEFAULT_N:,})")
     p.add_argument("--split", choices=["all", "train"], default="all",
                    help="MNIST: all 70k, or the 60k training split only (for --split runs)")
     p.add_argument("--subset", type=int,
@@ -82,15 +89,17 @@ def parse_args(argv=None):
                    help="train on N devices (tf.distribute.MirroredStrategy); with TF_CONFIG "
                         "set, every worker runs this command and only the chief writes")
     args = p.parse_args(argv)
-    if args.dset == "reuters" and args.split != "all":
-        p.error(f"--split {args.split} is for MNIST; Reuters trains on a random --subset.")
-    for name in ("subset", "epochs", "batch_size", "limit", "devices"):
+    if args.dset != "mnist" and args.split != "all":
+        p.error(f"--split {args.split} is for MNIST; --dset {args.dset} has no test split.")
+    if args.n is not None and args.dset != "infimnist":
+        p.error(f"--n {args.n}: only --dset infimnist takes a size.")
+    for name in ("subset", "epochs", "batch_size", "limit", "devices", "n"):
         value = getattr(args, name)
         if value is not None and value < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {value}.")
     if args.max_shift < 0:
         p.error(f"--max-shift must be >= 0, got {args.max_shift}.")
-    if args.max_shift and args.dset != "mnist":
+    if args.max_shift and args.dset == "reuters":
         p.error(f"--max-shift moves images; --dset {args.dset} has none.")
     if not 0.0 <= args.input_dropout < 1.0:
         p.error(f"--input-dropout must be in [0, 1), got {args.input_dropout}.")
@@ -104,6 +113,13 @@ def load_data(args):
         if args.split == "train":
             x, y = x[:MNIST_N_TRAIN], y[:MNIST_N_TRAIN]
         split = "first 60,000 (training split)" if args.split == "train" else "all 70,000"
+        path = os.path.join(args.data_dir or os.environ.get(DATA_DIR_ENV, ""), "mnist.npz")
+    elif args.dset == "infimnist":
+        n = args.n or INFIMNIST_DEFAULT_N
+        x, y = infimnist(data_dir=args.data_dir, n=n)
+        x = x[:]  # generated once, held for the epochs
+        split = f"first {n:,} (70,000 originals, then deformations)" if n > 70000 \
+            else f"first {n:,}"
         path = os.path.join(args.data_dir or os.environ.get(DATA_DIR_ENV, ""), "mnist.npz")
     else:
         x, y = reuters(data_dir=args.data_dir)
@@ -150,7 +166,7 @@ def main(argv=None):
     history = train_autoencoder(
         autoencoder, x, epochs=args.epochs, batch_size=args.batch_size,
         learning_rate=args.lr, input_dropout=args.input_dropout, max_shift=args.max_shift,
-        image_shape=MNIST_IMAGE_SHAPE if args.dset == "mnist" else None, seed=args.seed,
+        image_shape=None if args.dset == "reuters" else MNIST_IMAGE_SHAPE, seed=args.seed,
         verbose=0 if args.quiet else 1, checkpointer=checkpointer if chief or args.resume else None,
         strategy=strategy)
     # Every worker predicts: under a strategy Keras's predict gathers across them.

@@ -22,7 +22,8 @@ net is trained once on them and then held fixed, as in the paper's protocol.
 eigengap of the kNN graph of the mnist config (10 neighbours, local scale
 from the 5th; Euclidean on the codes, no Siamese net) on one random subset of
 the digits the autoencoders trained on (``--split train``: the first 60k, so
-no test digit is looked at). Each run writes a record to ``benchmarks/results/`` unless ``--no-record``.
+no test digit is looked at; ``--split infimnist``: the first ``--pool`` digits
+of infinite MNIST, those its scale runs cluster). Each run writes a record to ``benchmarks/results/`` unless ``--no-record``.
 (Not named select.py: from scripts/ that would shadow Python's own ``select``
 module, which ``subprocess`` imports.)
 """
@@ -109,31 +110,38 @@ def codes(args):
     from spectralnet_tf.affinity import GaussianKNNAffinity
     from spectralnet_tf.autoencoder import load_encoder
     from spectralnet_tf.centroids import assign, fit_centroids
-    from spectralnet_tf.datasets import MNIST_N_TRAIN, mnist
+    from spectralnet_tf.datasets import MNIST_N_TRAIN, infimnist, mnist
     from spectralnet_tf.distribute import map_rows
     from spectralnet_tf.metrics import acc, nmi
     from spectralnet_tf.resources import sha256
     from spectralnet_tf.selection import correlation, relative_eigengap
     from spectralnet_tf.spectral import cluster_graph
 
-    x, y = mnist()
-    pool = MNIST_N_TRAIN if args.split == "train" else len(y)
-    rows = np.sort(np.random.default_rng(args.seed).choice(pool, args.n, replace=False))
+    if args.split == "infimnist":  # the first --pool digits of infinite MNIST
+        source, labels = infimnist(n=args.pool)
+        rows = np.sort(np.random.default_rng(args.seed).choice(args.pool, args.n, replace=False))
+        digits, y_rows = source.digits(rows), labels[rows]
+    else:
+        x, y = mnist()
+        pool = MNIST_N_TRAIN if args.split == "train" else len(y)
+        rows = np.sort(np.random.default_rng(args.seed).choice(pool, args.n, replace=False))
+        digits, y_rows = x[rows], y[rows]
     trials = []
     for path in args.weights:
-        z = map_rows(load_encoder(path), x[rows])
+        z = map_rows(load_encoder(path), digits)
         affinity = GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local").fit(
             z, 1024, seed=args.seed)
         w = affinity.graph(z)
         sc, _ = cluster_graph(w, 10, "normalized", random_state=args.seed)
         km = assign(z, fit_centroids(z, 10, args.seed))
         trials.append({"params": {"weights": os.path.basename(path), "sha256": sha256(path)[:12]},
-                       **relative_eigengap(w, 10), "acc": acc(y[rows], sc), "nmi": nmi(y[rows], sc),
-                       "kmeans_acc": acc(y[rows], km)})
+                       **relative_eigengap(w, 10), "acc": acc(y_rows, sc), "nmi": nmi(y_rows, sc),
+                       "kmeans_acc": acc(y_rows, km)})
         print(trials[-1], flush=True)
     best = int(np.argmax([t["eigengap"] for t in trials]))
     record = {"kind": "select", "dset": "mnist", "n": args.n, "seed": args.seed,
-              "split": args.split, "grid": "codes", "criterion": "eigengap", "trials": trials,
+              "split": args.split, **({"pool": args.pool} if args.split == "infimnist" else {}),
+              "grid": "codes", "criterion": "eigengap", "trials": trials,
               "best_index": best,
               "correlation": correlation([t["eigengap"] for t in trials], [t["acc"] for t in trials])}
     print_table(record)
@@ -211,8 +219,11 @@ def main(argv=None):
     q.add_argument("records", nargs="+")
     q = sub.add_parser("codes", help="compare autoencoders by the eigengap of their code graph")
     q.add_argument("weights", nargs="+", help="autoencoder weight files (HDF5)")
-    q.add_argument("--split", choices=["all", "train"], required=True,
-                   help="the digits they trained on: all 70k, or the first 60k")
+    q.add_argument("--split", choices=["all", "train", "infimnist"], required=True,
+                   help="the digits they trained on: all 70k, the first 60k, or infinite "
+                        "MNIST's first --pool")
+    q.add_argument("--pool", type=int, default=1_000_000,
+                   help="--split infimnist: digits drawn from its first POOL (default 1,000,000)")
     q.add_argument("--n", type=int, default=10000, help="random digits scored (default 10000)")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--no-record", action="store_true", help="print only")

@@ -224,3 +224,25 @@ def test_pretrain_script_killed_then_resumed_writes_the_uninterrupted_weights(tm
     assert got["final_loss"] == pytest.approx(ref["final_loss"], rel=1e-5)
     assert got["epochs"] == ref["epochs"] == 8
     assert not (tmp_path / "run").exists()  # checkpoints removed once the weights exist
+
+
+def test_pretrain_script_trains_on_infinite_mnist_rows(load_script, capsys):
+    from spectralnet_tf.datasets import infimnist
+
+    script = load_script("pretrain_ae")
+    data_dir = os.environ["SPECTRALNET_DATA_DIR"]
+    x, y, split, path = script.load_data(script.parse_args(
+        ["--dset", "infimnist", "--n", "70030", "--data-dir", data_dir]))
+    source, labels = infimnist(data_dir=data_dir, n=70030)
+    assert x.shape == (70030, 784) and x.dtype == np.float32
+    np.testing.assert_array_equal(x[-30:], source[70000:70030])  # deformations, as generated
+    np.testing.assert_array_equal(y, labels)
+    assert split == "first 70,030 (70,000 originals, then deformations)"
+    assert path.endswith("mnist.npz")
+    for argv, message in ((["--n", "5"], "--n 5: only --dset infimnist takes a size."),
+                          (["--dset", "infimnist", "--split", "train"],
+                           "--split train is for MNIST; --dset infimnist has no test split."),
+                          (["--dset", "infimnist", "--n", "0"], "--n must be >= 1, got 0.")):
+        with pytest.raises(SystemExit):
+            script.parse_args(argv)
+        assert message in capsys.readouterr().err

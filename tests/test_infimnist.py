@@ -136,3 +136,16 @@ def test_run_py_trains_on_infimnist_codes_and_scores_fresh_digits(tmp_path):
     assert results["autoencoder"]["file"] == cli.AE_ALL
     # Codes of the pretrained autoencoder: well above chance even after 10 steps.
     assert results["acc"] > 0.5 and results["test_acc"] > 0.5
+
+
+def test_autoencoders_are_scored_on_infimnist_digits(load_script, tmp_path):
+    """``selection.py codes --split infimnist``: the same digits for every file,
+    drawn from the pool, deformations included; one file given twice ties."""
+    ae = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                      "pretrained_ae", "ae_mnist_weights.h5")
+    record = load_script("selection").main(
+        ["codes", "--split", "infimnist", "--pool", "90000", "--n", "400", "--no-record", ae, ae])
+    assert record["split"] == "infimnist" and record["pool"] == 90000 and record["n"] == 400
+    first, second = record["trials"]
+    assert first["eigengap"] == second["eigengap"] and 0 < first["eigengap"] < 1
+    assert first["acc"] == second["acc"] and first["kmeans_acc"] > 0.5
