@@ -233,7 +233,9 @@ def _timed(fn, repeats):
 
 def bench_profile(args, command):
     """Each part of one SpectralNet iteration at batch 1024 (10-1024-1024-512-10),
-    compiled and timed alone, for a float32 and a bfloat16 network body."""
+    compiled and timed alone, for a float32 and a bfloat16 network body
+    (``dtype_policy``: the hidden layers; the size-k layer and Orthonorm
+    stay float32, as in training)."""
     import tensorflow as tf
 
     import keras
@@ -248,8 +250,7 @@ def bench_profile(args, command):
     aff = GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local").fit(x.numpy(), m)
     rows = []
     for policy in ("float32", "mixed_bfloat16"):
-        keras.mixed_precision.set_global_policy(policy)
-        model, body = build_spectralnet(10, 10, (1024, 1024, 512), seed=0)
+        model, body = build_spectralnet(10, 10, (1024, 1024, 512), seed=0, dtype_policy=policy)
         orthonorm = model.layers[-1]
         optimizer = keras.optimizers.RMSprop(1e-3)
         optimizer.build(model.trainable_variables)
@@ -278,7 +279,6 @@ def bench_profile(args, command):
                  (("ortho step", ortho), ("affinity", affinity), ("gradient step", gradient),
                   ("whole iteration", step))}
         rows += [[policy, name, f"{ms:.1f}"] for name, ms in parts.items()]
-    keras.mixed_precision.set_global_policy("float32")
     append("Where a spectral iteration's time goes (batch 1024, 10-1024-1024-512-10)",
            ["network dtype policy", "part (compiled alone)", "ms"], rows, command)
 

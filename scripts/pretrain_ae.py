@@ -41,7 +41,7 @@ from spectralnet_tf.datasets import (DATA_DIR_ENV, MNIST_IMAGE_SHAPE, MNIST_N_TR
                                      infimnist, mnist, reuters)
 from spectralnet_tf.metrics import acc, nmi  # noqa: E402
 from spectralnet_tf.resources import sha256  # noqa: E402
-from spectralnet_tf.streaming import Rows  # noqa: E402
+from spectralnet_tf.streaming import CHUNK_ROWS, Rows  # noqa: E402
 
 OUT_DIR = os.path.join(ROOT, "pretrained_ae")
 DEFAULT_OUT = {
@@ -116,8 +116,14 @@ def load_data(args):
         path = os.path.join(args.data_dir or os.environ.get(DATA_DIR_ENV, ""), "mnist.npz")
     elif args.dset == "infimnist":
         n = args.n or INFIMNIST_DEFAULT_N
-        x, y = infimnist(data_dir=args.data_dir, n=n)
-        x = x[:]  # generated once, held for the epochs
+        if args.limit:
+            n = min(n, args.limit)
+        source, y = infimnist(data_dir=args.data_dir, n=n)
+        # Generated once and held for the epochs, a chunk at a time: warping a
+        # chunk takes far more memory per digit than the digit itself.
+        x = np.empty(source.shape, np.float32)
+        for start in range(0, n, CHUNK_ROWS):
+            x[start:start + CHUNK_ROWS] = source[start:start + CHUNK_ROWS]
         split = f"first {n:,} (70,000 originals, then deformations)" if n > 70000 \
             else f"first {n:,}"
         path = os.path.join(args.data_dir or os.environ.get(DATA_DIR_ENV, ""), "mnist.npz")

@@ -145,12 +145,15 @@ def variant_name(env):
 
 
 def record_variant(record):
-    """``variant_name`` of an mnist record, plus its dtype policies where they
-    are not float32 (records before ``dtype_policy`` existed are float32)."""
+    """``variant_name`` of an mnist record, plus each net computed in bfloat16
+    (records before ``dtype_policy`` existed are float32)."""
     config = record["results"]["config"]
-    policies = dict.fromkeys(config.get(key, "float32")
-                             for key in ("dtype_policy", "siamese_dtype_policy"))
-    extra = [p for p in policies if p != "float32"]
+    extra = []
+    if config.get("dtype_policy", "float32") != "float32":
+        extra.append(f"SpectralNet {config['dtype_policy']}")
+    if (config.get("affinity_embedding") == "siamese"
+            and config.get("siamese_dtype_policy", "float32") != "float32"):
+        extra.append(f"Siamese {config['siamese_dtype_policy']}")
     return ", ".join([variant_name(_numerics(record)), *extra])
 
 

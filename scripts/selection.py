@@ -102,6 +102,10 @@ def run(args):
     return record
 
 
+#: ``codes --split infimnist``: digits are drawn from infinite MNIST's first POOL_DEFAULT.
+POOL_DEFAULT = 1_000_000
+
+
 def codes(args):
     """The eigengap of each autoencoder's code graph on the same digits; k-means
     and exact spectral clustering ACC beside it, for the record only."""
@@ -139,7 +143,8 @@ def codes(args):
                        "kmeans_acc": acc(y_rows, km)})
         print(trials[-1], flush=True)
     best = int(np.argmax([t["eigengap"] for t in trials]))
-    record = {"kind": "select", "dset": "mnist", "n": args.n, "seed": args.seed,
+    record = {"kind": "select", "dset": "infimnist" if args.split == "infimnist" else "mnist",
+              "n": args.n, "seed": args.seed,
               "split": args.split, **({"pool": args.pool} if args.split == "infimnist" else {}),
               "grid": "codes", "criterion": "eigengap", "trials": trials,
               "best_index": best,
@@ -222,7 +227,7 @@ def main(argv=None):
     q.add_argument("--split", choices=["all", "train", "infimnist"], required=True,
                    help="the digits they trained on: all 70k, the first 60k, or infinite "
                         "MNIST's first --pool")
-    q.add_argument("--pool", type=int, default=1_000_000,
+    q.add_argument("--pool", type=int, default=POOL_DEFAULT,
                    help="--split infimnist: digits drawn from its first POOL (default 1,000,000)")
     q.add_argument("--n", type=int, default=10000, help="random digits scored (default 10000)")
     q.add_argument("--seed", type=int, default=0)
@@ -241,6 +246,10 @@ def main(argv=None):
     if args.cmd == "codes":
         if not 100 <= args.n <= 60000:
             p.error(f"--n must be in [100, 60000], got {args.n}")
+        if args.split == "infimnist" and not args.n <= args.pool:
+            p.error(f"--pool must be at least --n ({args.n}), got {args.pool}")
+        if args.split != "infimnist" and args.pool != POOL_DEFAULT:
+            p.error(f"--pool {args.pool}: only --split infimnist draws from a pool")
         missing = [w for w in args.weights if not os.path.exists(w)]
         if missing:
             p.error(f"weights: no such file {missing[0]!r}")

@@ -216,7 +216,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         them in bfloat16 (weights stay float32); the size-k layer, Orthonorm,
         the Cholesky and the loss stay in float32/float64. Faster where the
         CPU or accelerator has bfloat16 (BENCHMARKS, "Where a spectral
-        iteration's time goes").
+        iteration's time goes"). This parameter, not Keras's global policy,
+        decides (a given ``encoder`` keeps its own).
     validation_fraction : float, default=0.1
         Fraction of X held out at random for the validation loss; at least
         one more point than the affinity's neighbours (small data only).

@@ -11,7 +11,7 @@ from .orthonorm import Orthonorm
 DTYPE_POLICIES = ("float32", "mixed_bfloat16")
 
 
-def dense_stack(hidden_units, activation, seed, prefix, dtype_policy="float32"):
+def dense_stack(hidden_units, activation, seed, prefix, dtype_policy=None):
     return [
         keras.layers.Dense(
             units,
@@ -29,13 +29,14 @@ OUTPUT_ACTIVATIONS = ("tanh", "linear")
 
 
 def build_spectralnet(input_dim, n_outputs, hidden_units=(1024, 1024, 512), seed=0,
-                      output_activation="tanh", dtype_policy="float32"):
+                      output_activation="tanh", dtype_policy=None):
     """F_theta: ReLU layers, a k-unit layer (tanh as in the paper's Table 3, or
     linear), then Orthonorm.
 
-    ``dtype_policy`` applies to the ReLU layers only: the k-unit layer and
-    Orthonorm stay float32, so ỹ, the Gram matrix and the loss keep float32
-    precision (Keras casts the bfloat16 activations on the way in).
+    ``dtype_policy`` applies to the ReLU layers only (None: Keras's global
+    policy): the k-unit layer and Orthonorm stay float32, so ỹ, the Gram
+    matrix and the loss keep float32 precision (Keras casts the bfloat16
+    activations on the way in).
 
     Returns ``(model, body)``: ``model`` maps x to the orthonormal embedding y,
     ``body`` shares its layers and maps x to ỹ, the input of Orthonorm.

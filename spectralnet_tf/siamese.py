@@ -102,7 +102,7 @@ SIAMESE_OUTPUT_ACTIVATIONS = ("linear", "relu")
 
 
 def build_siamese(input_dim, hidden_units=(1024, 1024, 512, 10), seed=0, output_activation="linear",
-                  dtype_policy="float32"):
+                  dtype_policy=None):
     """The Siamese branch G, shared by both sides of a pair: ReLU layers and an
     output layer of size ``hidden_units[-1]``, linear unless
     ``output_activation="relu"`` (the paper's, ``--preset paper``).

@@ -287,5 +287,6 @@ def test_mixed_bfloat16_estimator_round_trips_and_exports_float32(tmp_path):
         "serving_default"]
     served = sig(x=tf.constant(x))
     assert served["embedding"].dtype == tf.float32
-    np.testing.assert_allclose(served["embedding"].numpy(), net.transform(x), atol=1e-5)
+    # Graph and eager bfloat16 kernels may round differently on other devices.
+    np.testing.assert_allclose(served["embedding"].numpy(), net.transform(x), atol=1e-3)
     np.testing.assert_array_equal(served["cluster"].numpy(), net.predict(x))

@@ -138,6 +138,7 @@ def test_run_py_trains_on_infimnist_codes_and_scores_fresh_digits(tmp_path):
     assert results["acc"] > 0.5 and results["test_acc"] > 0.5
 
 
+@needs_mnist
 def test_autoencoders_are_scored_on_infimnist_digits(load_script, tmp_path):
     """``selection.py codes --split infimnist``: the same digits for every file,
     drawn from the pool, deformations included; one file given twice ties."""

@@ -61,5 +61,10 @@ def test_mnist_table_names_a_mixed_precision_variant(bench, tmp_path):
     path = tmp_path / "mixed.json"
     path.write_text(json.dumps(record))
     table = bench.render("saddle", [str(path)])
-    assert "| 0 | oneDNN default, default threads, mixed_bfloat16 | c304265 |" in table
-    assert "mixed_bfloat16" in bench.render("mnist-status", [str(path)])
+    assert ("| 0 | oneDNN default, default threads, SpectralNet mixed_bfloat16, "
+            "Siamese mixed_bfloat16 | c304265 |") in table
+    assert "Siamese mixed_bfloat16" in bench.render("mnist-status", [str(path)])
+    record["results"]["config"]["affinity_embedding"] = None  # no Siamese net: not named
+    path.write_text(json.dumps(record))
+    assert ("default threads, SpectralNet mixed_bfloat16 | c304265 |"
+            in bench.render("saddle", [str(path)]))
