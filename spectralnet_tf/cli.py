@@ -22,6 +22,7 @@ import datetime
 import json
 import os
 import resource
+import shutil
 import sys
 import time
 
@@ -52,6 +53,8 @@ PROG = "spectralnet"
 MAX_REFERENCE_EDGES = 100_000_000
 #: Data sets with an autoencoder code space (run in it by default).
 CODE_SPACE = ("mnist", "infimnist", "reuters")
+#: Plots, results.json, checkpoint state and the like, on top of the weights.
+DISK_MARGIN = 64 * 2**20
 #: Reuters --split: the fraction held out at random (paper Sec. 5.2).
 REUTERS_TEST_FRACTION = 0.1
 #: infimnist --split: this many fresh digits, the indices right after the n trained on.
@@ -311,6 +314,38 @@ class Job:
             raise UsageError(str(err)) from None
         self.check_reference_size()
 
+    def disk_needs(self, out):
+        """Bytes the run writes, by directory: checkpoints (weights and one
+        RMSprop slot per variable, float32; each phase's latest kept, and a
+        second copy while one is written) and the export. None of it grows with
+        n: infinite MNIST digits are generated, never stored."""
+        net = self.net
+        code_dim = (int(net.encoder.output_shape[-1]) if net.encoder is not None
+                    else int(self.x.shape[1]))
+        spectral = _dense_params([code_dim, *net.hidden_units, self.k]) + self.k ** 2
+        siamese = (_dense_params([code_dim, *net.siamese_hidden_units])
+                   if net.affinity_embedding == "siamese" else 0)
+        needs = {out: 8 * (spectral + siamese) + 8 * max(spectral, siamese) + DISK_MARGIN}
+        if self.args.export:
+            encoder = net.encoder.count_params() if net.encoder is not None else 0
+            export = 4 * (encoder + spectral) + DISK_MARGIN
+            needs[self.args.export] = needs.get(self.args.export, 0) + export
+        return needs
+
+    def check_disk(self, out):
+        """Refuse, before any work, a run whose files would not fit on disk."""
+        for path, need in self.disk_needs(out).items():
+            existing = os.path.abspath(path)
+            while not os.path.exists(existing):
+                existing = os.path.dirname(existing)
+            free = shutil.disk_usage(existing).free
+            if need > free:
+                flag = "--export" if path == self.args.export else "--out"
+                raise UsageError(
+                    f"{flag} {path}: the run writes about {need / 2**20:.0f} MiB there "
+                    f"(checkpoints, export, plots; the same at any --n), but {existing} has "
+                    f"only {free / 2**20:.0f} MiB free.")
+
     def check_reference_size(self):
         """Refuse, before training, an exact reference graph (``exact_reference``)
         too large to build: the full-data graph that minibatches sample."""
@@ -324,6 +359,11 @@ class Job:
                 f"(n={n}, {per_point} neighbours each), more than {MAX_REFERENCE_EDGES:,}; "
                 "drop --grassmann for this data set."
             )
+
+
+def _dense_params(sizes):
+    """Weights and biases of a chain of Dense layers of these sizes."""
+    return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
 
 
 def main(argv=None):
@@ -355,6 +395,8 @@ def run_command(argv=None):
         if not resume and chief:
             rundir.check_new(out)
         job = Job(args, strategy)
+        if chief:
+            job.check_disk(out)
         if not chief:  # the chief claims and writes the run directory
             return run(job, out, resume, write=False)
         with rundir.claim(out, argv, resume=resume):

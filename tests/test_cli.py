@@ -150,3 +150,21 @@ def test_the_script_prints_no_traceback_for_a_user_error(tmp_path):
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("spectralnet: error: ")
     assert "mnist.npz does not exist" in proc.stderr
+
+
+def test_a_run_whose_files_would_not_fit_on_disk_is_refused_before_any_work(
+        tmp_path, capsys, monkeypatch):
+    out, export = tmp_path / "run", tmp_path / "exp"
+    argv = ["--dset", "moons", "--out", str(out), "--export", str(export), *SMALL]
+    job = cli.Job(cli.parse_args(argv))
+    needs = job.disk_needs(str(out))
+    # F_theta 2-16-2 (82 weights) and Orthonorm's 2x2: checkpoints 8 B each, plus the copy.
+    assert needs[str(out)] == 8 * 86 + 8 * 86 + cli.DISK_MARGIN
+    assert needs[str(export)] == 4 * 86 + cli.DISK_MARGIN
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(cli.shutil, "disk_usage",
+                        lambda path: usage._replace(free=cli.DISK_MARGIN))
+    line = _fails(argv, capsys)
+    assert f"--out {out}: the run writes about 64 MiB there" in line
+    assert f"but {tmp_path} has only 64 MiB free" in line
+    assert not out.exists() and not export.exists()
