@@ -42,14 +42,25 @@ def machine():
 
     with open("/proc/meminfo") as f:
         mem_gib = int(f.readline().split()[1]) / 2**20
-    cpu = "unknown CPU"
+    cpu, flags = "unknown CPU", set()
     with open("/proc/cpuinfo") as f:
         for line in f:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
+            elif line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
                 break
-    return (f"{platform.machine()}, {cpu}, {os.cpu_count()} cores, {mem_gib:.0f} GiB, CPU only, "
-            f"TF {tf.__version__}")
+    return (f"{platform.machine()}, {cpu}{vector_isa(flags)}, {os.cpu_count()} cores, "
+            f"{mem_gib:.0f} GiB, CPU only, TF {tf.__version__}")
+
+
+def vector_isa(flags):
+    """The widest vector units among ``flags`` (/proc/cpuinfo), as " (AVX-512,
+    BF16)": CPUs sold under one model name differ in them, and with them in
+    speed and rounding (oneDNN picks its kernels by them)."""
+    isa = [name for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2")) if flag in flags][:1]
+    isa += [name for flag, name in (("avx512_bf16", "BF16"), ("amx_bf16", "AMX")) if flag in flags]
+    return f" ({', '.join(isa)})" if isa else ""
 
 
 def append(title, header, rows, command):

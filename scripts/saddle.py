@@ -274,25 +274,31 @@ def mnist_table(records):
     min / median / max of ACC, NMI and Grassmann over all of them."""
     import numpy as np
 
-    print("| seed | numerics | commit | init | ACC | NMI | Grassmann | exact SC ACC "
-          "| Grassmann, W_full | exact SC ACC, W_full | k-means ACC "
+    split = any("test_acc" in r["results"] for r in records)  # run.py --split: 60k / 10k
+    print("| seed | numerics | commit | init | ACC | NMI "
+          + ("| test ACC | test NMI " if split else "")
+          + "| Grassmann | exact SC ACC | Grassmann, W_full | exact SC ACC, W_full | k-means ACC "
           "| epochs | Siamese s | warm start s | spectral s | total | total × matmul rate "
           "| peak RSS |")
-    print("|" + " --- |" * 18)
+    print("|" + " --- |" * (20 if split else 18))
     for r in sorted(records, key=lambda r: (r["results"]["config"].get("seed", 0),
                                             record_variant(r))):
         x, sec, rate = r["results"], r["results"]["seconds"], r.get("matmul_gflops")
         cost = f"{sec['total'] * rate / 1e3:.0f} TFLOP ({rate} GFLOP/s)" if rate else "—"
         print(f"| {x['config'].get('seed')} | {record_variant(r)} | {r['commit']} "
               f"| {x['config'].get('init', 'random')} | {x['acc']:.4f} | {x['nmi']:.4f} "
-              f"| {x['grassmann']:.4f} | {x['exact_acc']:.4f} "
+              + (f"| {_f4(x.get('test_acc'))} | {_f4(x.get('test_nmi'))} " if split else "")
+              + f"| {x['grassmann']:.4f} | {x['exact_acc']:.4f} "
               f"| {_f4(x.get('grassmann_plain'))} | {_f4(x.get('exact_acc_plain'))} "
               f"| {x['kmeans_acc']:.4f} "
               f"| {x['epochs']} | {sec.get('siamese', 0):.0f} | {sec.get('warm_start', 0):.0f} "
               f"| {sec['spectral']:.0f} | {sec['total'] / 60:.1f} min | {cost} "
               f"| {x['peak_rss_gib']:.2f} GiB |")
     print()
-    for key, name in (("acc", "ACC"), ("nmi", "NMI"), ("grassmann", "Grassmann")):
+    keys = (("acc", "ACC"), ("nmi", "NMI"), ("grassmann", "Grassmann"))
+    if split:
+        keys = (("test_acc", "Test ACC"), ("test_nmi", "Test NMI"), *keys)
+    for key, name in keys:
         v = np.array([r["results"][key] for r in records])
         print(f"- {name} over {len(v)} runs: min {v.min():.4f}, median {np.median(v):.4f}, "
               f"max {v.max():.4f}")
@@ -312,9 +318,16 @@ def mnist_status(paths):
     acc, nmi, gr = (np.array([r["results"][k] for r in records]) for k in ("acc", "nmi", "grassmann"))
     minutes = np.array([r["results"]["seconds"]["total"] / 60 for r in records])
     runs = f"{len(records)} run" + ("s" if len(records) != 1 else "")
-    print(f"All 70k, {runs} (seeds {', '.join(map(str, seeds))}; "
+    split = all("test_acc" in r["results"] for r in records)
+    print(f"{'Trained on the 60k, tested on the 10k' if split else 'All 70k'}, {runs} "
+          f"(seeds {', '.join(map(str, seeds))}; "
           f"{'; '.join(variants)}), 2-core CPU, {min(r['date'] for r in records)} to "
           f"{max(r['date'] for r in records)}:")
+    if split:
+        t_acc, t_nmi = (np.array([r["results"][k] for r in records]) for k in ("test_acc", "test_nmi"))
+        print(f"- test ACC min / median / max {t_acc.min():.4f} / {np.median(t_acc):.4f} / "
+              f"{t_acc.max():.4f}, test NMI {t_nmi.min():.4f} / {np.median(t_nmi):.4f} / "
+              f"{t_nmi.max():.4f} (paper: test ACC .970, no NMI); on the 60k:")
     print(f"- ACC min / median / max {acc.min():.4f} / {np.median(acc):.4f} / {acc.max():.4f}, "
           f"NMI {nmi.min():.4f} / {np.median(nmi):.4f} / {nmi.max():.4f} (paper: .971 / .924);")
     print(f"- Grassmann distance to the sampled graph's eigenvectors {gr.min():.4f} / "

@@ -7,19 +7,9 @@
 import argparse
 import datetime
 import os
-import platform
 
+from bench import machine
 from spectralnet_tf import cli as run
-
-
-def machine():
-    cores = os.cpu_count()
-    try:
-        with open("/proc/meminfo") as f:
-            mem_gib = int(f.readline().split()[1]) / 2**20
-    except OSError:
-        mem_gib = float("nan")
-    return f"{platform.machine()}, {cores} cores, {mem_gib:.0f} GiB, CPU only"
 
 
 def main(argv=None):

@@ -11,6 +11,7 @@ import tensorflow as tf
 from spectralnet_tf import SpectralNet
 from spectralnet_tf.autoencoder import load_encoder
 from spectralnet_tf.datasets import load_dataset
+from spectralnet_tf.networks import build_spectralnet
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MNIST_AE = os.path.join(ROOT, "pretrained_ae", "ae_mnist_weights.h5")
@@ -287,6 +288,15 @@ def test_mixed_bfloat16_estimator_round_trips_and_exports_float32(tmp_path):
         "serving_default"]
     served = sig(x=tf.constant(x))
     assert served["embedding"].dtype == tf.float32
-    # Graph and eager bfloat16 kernels may round differently on other devices.
-    np.testing.assert_allclose(served["embedding"].numpy(), net.transform(x), atol=1e-3)
+    # The served graph and eager execution may round bfloat16 differently (fused
+    # kernels; CPUs with native bfloat16 such as AVX-512 BF16): each is a bfloat16
+    # rounding of the same float32 net, so they differ by at most twice the eager
+    # net's own distance to its float32 twin (same weights, float32 compute).
+    twin, _ = build_spectralnet(x.shape[1], k, hidden_units=(32, 32),
+                                output_activation=net.output_activation, dtype_policy="float32")
+    twin.set_weights(net.model_.get_weights())
+    eager = net.transform(x)
+    rounding = np.abs(eager - twin.predict(x, verbose=0)).max()
+    assert 0 < rounding < 0.05
+    assert np.abs(served["embedding"].numpy() - eager).max() <= 2 * rounding
     np.testing.assert_array_equal(served["cluster"].numpy(), net.predict(x))

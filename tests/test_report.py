@@ -68,3 +68,28 @@ def test_mnist_table_names_a_mixed_precision_variant(bench, tmp_path):
     path.write_text(json.dumps(record))
     assert ("default threads, SpectralNet mixed_bfloat16 | c304265 |"
             in bench.render("saddle", [str(path)]))
+
+
+def test_split_records_add_the_test_columns_and_status(bench, tmp_path):
+    with open(os.path.join(bench.RESULTS, "2026-11-23-issue12-mnist-seed0.json")) as f:
+        record = json.load(f)
+    record["results"].update(test_acc=0.98125, test_nmi=0.95)
+    path = tmp_path / "split.json"
+    path.write_text(json.dumps(record))
+    table = bench.render("saddle", [str(path)])
+    header = table.splitlines()[0]
+    assert "| ACC | NMI | test ACC | test NMI | Grassmann |" in header
+    assert header.count("|") - 1 == table.splitlines()[1].count("---")
+    assert f"| {record['results']['nmi']:.4f} | 0.9812 | 0.9500 |" in table
+    assert "- Test ACC over 1 runs: min 0.9812" in table
+    status = bench.render("mnist-status", [str(path)])
+    assert status.startswith("Trained on the 60k, tested on the 10k, 1 run (seeds 0;")
+    assert "test ACC min / median / max 0.9812 / 0.9812 / 0.9812, test NMI 0.9500" in status
+    plain = bench.render("saddle", [os.path.join(bench.RESULTS, "2026-11-23-issue12-mnist-seed0.json")])
+    assert "test ACC" not in plain
+
+
+def test_the_machine_line_names_the_vector_units(bench):
+    assert bench.vector_isa({"fma", "avx2", "avx512f", "avx512_bf16"}) == " (AVX-512, BF16)"
+    assert bench.vector_isa({"fma", "avx2"}) == " (AVX2)"
+    assert bench.vector_isa({"sse4_2"}) == ""
