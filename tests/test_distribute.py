@@ -112,8 +112,8 @@ def test_peer_failure_names_the_worker_or_says_a_worker():
 
 # ------------------------------------------------------------ subprocesses
 def _env(**extra):
-    # oneDNN off (TensorFlow's default on CPUs without AVX-512, such as this
-    # project's): oneDNN rounds a replica's (m/R)×m distance product unlike
+    # oneDNN off (TensorFlow's default on CPUs without AVX-512, such as some of
+    # this project's machines): oneDNN rounds a replica's (m/R)×m distance product unlike
     # the m×m one, 400x more than Eigen does here (BENCHMARKS.md,
     # "Data-parallel training"), beyond these elementwise tolerances.
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT, TF_ENABLE_ONEDNN_OPTS="0")
@@ -271,7 +271,7 @@ def test_cli_worker_killed_fails_the_run_in_one_line_and_resume_finishes(tmp_pat
 @pytest.mark.slow
 def test_autoencoder_pretraining_on_two_devices_and_two_workers_equals_one(tmp_path):
     """Shifted and masked batches, and a last batch of 209 rows (unequal shards)."""
-    from spectralnet_tf.autoencoder import read_ae_weights
+    from spectralnet_tf.autoencoder import build_autoencoder, read_ae_weights, save_ae_weights
 
     argv = [sys.executable, os.path.join(ROOT, "scripts", "pretrain_ae.py"), "--limit", "2001",
             "--epochs", "1", "--max-shift", "2", "--input-dropout", "0.1", "--quiet"]
@@ -283,9 +283,19 @@ def test_autoencoder_pretraining_on_two_devices_and_two_workers_equals_one(tmp_p
         subprocess.run([*argv, "--devices", devices, *files(f"dev{devices}")], env=_env(),
                        check=True, capture_output=True, timeout=300)
     _finish(_workers([*argv, *files("workers")]))
+    save_ae_weights(build_autoencoder(784, seed=0)[0], str(tmp_path / "init.h5"))
     weights = {name: [np.asarray(w) for layer in read_ae_weights(str(tmp_path / f"{name}.h5"))
-                      for w in layer] for name in ("dev1", "dev2", "workers")}
-    for name in ("dev2", "workers"):
-        for one, other in zip(weights["dev1"], weights[name]):
-            np.testing.assert_allclose(other, one, atol=1e-6, err_msg=name)
+                      for w in layer] for name in ("init", "dev1", "dev2", "workers")}
+    # Two replicas in one process or in two: the same shards, the same arithmetic.
+    for two, workers in zip(weights["dev2"], weights["workers"]):
+        np.testing.assert_array_equal(workers, two)
+    # One device against two: summing the replicas' gradients rounds unlike one
+    # batch's gradient, and Adam turns a rounding difference in a near-zero
+    # gradient into a step of up to the learning rate. So the weights are held
+    # to how far training moved them (measured: within 1e-6 elementwise on an
+    # AVX2 CPU, 2e-3 of the movement on an AVX-512 one). Training with a learning
+    # rate 10% off differs by 8-14% of it (measured), a lost shard by more.
+    for i, (start, one, two) in enumerate(zip(weights["init"], weights["dev1"], weights["dev2"])):
+        moved = np.linalg.norm(one - start)
+        assert moved > 0 and np.linalg.norm(two - one) <= 1e-2 * moved, i
     assert (tmp_path / "workers.json").exists()  # the chief finished its provenance
