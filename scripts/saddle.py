@@ -329,7 +329,8 @@ def mnist_status(paths):
               f"{t_acc.max():.4f}, test NMI {t_nmi.min():.4f} / {np.median(t_nmi):.4f} / "
               f"{t_nmi.max():.4f} (paper: test ACC .970, no NMI); on the 60k:")
     print(f"- ACC min / median / max {acc.min():.4f} / {np.median(acc):.4f} / {acc.max():.4f}, "
-          f"NMI {nmi.min():.4f} / {np.median(nmi):.4f} / {nmi.max():.4f} (paper: .971 / .924);")
+          f"NMI {nmi.min():.4f} / {np.median(nmi):.4f} / {nmi.max():.4f}"
+          + (";" if split else " (paper: .971 / .924);"))
     print(f"- Grassmann distance to the sampled graph's eigenvectors {gr.min():.4f} / "
           f"{np.median(gr):.4f} / {gr.max():.4f};")
     span = (f"{minutes.min():.1f}" if minutes.min() == minutes.max()
