@@ -41,7 +41,7 @@ from spectralnet_tf.datasets import (DATA_DIR_ENV, MNIST_IMAGE_SHAPE, MNIST_N_TR
                                      infimnist, mnist, reuters)
 from spectralnet_tf.metrics import acc, nmi  # noqa: E402
 from spectralnet_tf.resources import sha256  # noqa: E402
-from spectralnet_tf.streaming import CHUNK_ROWS, Rows  # noqa: E402
+from spectralnet_tf.streaming import Rows, map_batches  # noqa: E402
 
 OUT_DIR = os.path.join(ROOT, "pretrained_ae")
 DEFAULT_OUT = {
@@ -108,12 +108,13 @@ def parse_args(argv=None):
 
 def load_data(args):
     """(x, y, description, data file) for the points the autoencoder trains on."""
+    mnist_file = os.path.join(args.data_dir or os.environ.get(DATA_DIR_ENV, ""), "mnist.npz")
     if args.dset == "mnist":
         x, y = mnist(data_dir=args.data_dir)
         if args.split == "train":
             x, y = x[:MNIST_N_TRAIN], y[:MNIST_N_TRAIN]
         split = "first 60,000 (training split)" if args.split == "train" else "all 70,000"
-        path = os.path.join(args.data_dir or os.environ.get(DATA_DIR_ENV, ""), "mnist.npz")
+        path = mnist_file
     elif args.dset == "infimnist":
         n = args.n or INFIMNIST_DEFAULT_N
         if args.limit:
@@ -121,12 +122,10 @@ def load_data(args):
         source, y = infimnist(data_dir=args.data_dir, n=n)
         # Generated once and held for the epochs, a chunk at a time: warping a
         # chunk takes far more memory per digit than the digit itself.
-        x = np.empty(source.shape, np.float32)
-        for start in range(0, n, CHUNK_ROWS):
-            x[start:start + CHUNK_ROWS] = source[start:start + CHUNK_ROWS]
+        x = map_batches(None, source)
         split = f"first {n:,} (70,000 originals, then deformations)" if n > 70000 \
             else f"first {n:,}"
-        path = os.path.join(args.data_dir or os.environ.get(DATA_DIR_ENV, ""), "mnist.npz")
+        path = mnist_file
     else:
         x, y = reuters(data_dir=args.data_dir)
         split = f"all {len(y):,}"

@@ -305,6 +305,13 @@ def mnist_table(records):
     print()
 
 
+def _spread(values):
+    """"min / median / max" of ``values``, four decimals."""
+    import numpy as np
+
+    return f"{values.min():.4f} / {np.median(values):.4f} / {values.max():.4f}"
+
+
 def mnist_status(paths):
     """README's MNIST status lines, from the same records as the table."""
     import numpy as np
@@ -325,14 +332,11 @@ def mnist_status(paths):
           f"{max(r['date'] for r in records)}:")
     if split:
         t_acc, t_nmi = (np.array([r["results"][k] for r in records]) for k in ("test_acc", "test_nmi"))
-        print(f"- test ACC min / median / max {t_acc.min():.4f} / {np.median(t_acc):.4f} / "
-              f"{t_acc.max():.4f}, test NMI {t_nmi.min():.4f} / {np.median(t_nmi):.4f} / "
-              f"{t_nmi.max():.4f} (paper: test ACC .970, no NMI); on the 60k:")
-    print(f"- ACC min / median / max {acc.min():.4f} / {np.median(acc):.4f} / {acc.max():.4f}, "
-          f"NMI {nmi.min():.4f} / {np.median(nmi):.4f} / {nmi.max():.4f}"
+        print(f"- test ACC min / median / max {_spread(t_acc)}, test NMI {_spread(t_nmi)} "
+              f"(paper: test ACC .970, no NMI); on the 60k:")
+    print(f"- ACC min / median / max {_spread(acc)}, NMI {_spread(nmi)}"
           + (";" if split else " (paper: .971 / .924);"))
-    print(f"- Grassmann distance to the sampled graph's eigenvectors {gr.min():.4f} / "
-          f"{np.median(gr):.4f} / {gr.max():.4f};")
+    print(f"- Grassmann distance to the sampled graph's eigenvectors {_spread(gr)};")
     span = (f"{minutes.min():.1f}" if minutes.min() == minutes.max()
             else f"{minutes.min():.1f}–{minutes.max():.1f}")
     print(f"- {span} min a run with `--grassmann` "

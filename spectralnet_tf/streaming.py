@@ -85,6 +85,10 @@ def map_batches(fn, x, batch_size=CHUNK_ROWS):
     if fn is None:
         if not is_lazy(x):
             return np.asarray(x, dtype=np.float32)
-        return np.concatenate(list(row_batches(x, batch_size).as_numpy_iterator()))
+        # Filled in place: a list of chunks and their concatenation would hold the rows twice.
+        rows = np.empty((len(x), int(x.shape[1])), np.float32)
+        for start in range(0, len(x), batch_size):
+            rows[start:start + batch_size] = x[start:start + batch_size]
+        return rows
     return np.concatenate([np.asarray(fn(chunk)) for chunk in row_batches(x, batch_size)]
                           ).astype(np.float32)
