@@ -274,7 +274,7 @@ def mnist_table(records):
     min / median / max of ACC, NMI and Grassmann over all of them."""
     import numpy as np
 
-    split = any("test_acc" in r["results"] for r in records)  # run.py --split: 60k / 10k
+    split = _is_split(records)
     print("| seed | numerics | commit | init | ACC | NMI "
           + ("| test ACC | test NMI " if split else "")
           + "| Grassmann | exact SC ACC | Grassmann, W_full | exact SC ACC, W_full | k-means ACC "
@@ -305,6 +305,14 @@ def mnist_table(records):
     print()
 
 
+def _is_split(records):
+    """Whether the records are ``run.py --split`` runs (60k / 10k): all or none."""
+    split = {"test_acc" in r["results"] for r in records}
+    if len(split) > 1:
+        raise ValueError("records mix --split runs with runs on all 70k; render them apart.")
+    return split == {True}
+
+
 def _spread(values):
     """"min / median / max" of ``values``, four decimals."""
     import numpy as np
@@ -325,7 +333,7 @@ def mnist_status(paths):
     acc, nmi, gr = (np.array([r["results"][k] for r in records]) for k in ("acc", "nmi", "grassmann"))
     minutes = np.array([r["results"]["seconds"]["total"] / 60 for r in records])
     runs = f"{len(records)} run" + ("s" if len(records) != 1 else "")
-    split = all("test_acc" in r["results"] for r in records)
+    split = _is_split(records)
     print(f"{'Trained on the 60k, tested on the 10k' if split else 'All 70k'}, {runs} "
           f"(seeds {', '.join(map(str, seeds))}; "
           f"{'; '.join(variants)}), 2-core CPU, {min(r['date'] for r in records)} to "

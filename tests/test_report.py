@@ -87,6 +87,10 @@ def test_split_records_add_the_test_columns_and_status(bench, tmp_path):
     assert "test ACC min / median / max 0.9812 / 0.9812 / 0.9812, test NMI 0.9500" in status
     plain = bench.render("saddle", [os.path.join(bench.RESULTS, "2026-11-23-issue12-mnist-seed0.json")])
     assert "test ACC" not in plain
+    mixed = [str(path), os.path.join(bench.RESULTS, "2026-11-23-issue12-mnist-seed0.json")]
+    for renderer in ("saddle", "mnist-status"):
+        with pytest.raises(ValueError, match="records mix --split runs with runs on all 70k"):
+            bench.render(renderer, mixed)
 
 
 def test_the_machine_line_names_the_vector_units(bench):
