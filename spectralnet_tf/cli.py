@@ -59,8 +59,9 @@ DISK_MARGIN = 64 * 2**20
 REUTERS_TEST_FRACTION = 0.1
 #: infimnist --split: this many fresh digits, the indices right after the n trained on.
 INFIMNIST_FRESH = 10000
-AE_ALL, AE_TRAIN60K, AE_REUTERS = (
-    "ae_mnist_weights.h5", "ae_mnist_train60k_weights.h5", "ae_reuters_weights.h5")
+AE_ALL, AE_TRAIN60K, AE_INFIMNIST, AE_REUTERS = (
+    "ae_mnist_weights.h5", "ae_mnist_train60k_weights.h5", "ae_infimnist_weights.h5",
+    "ae_reuters_weights.h5")
 
 
 DESCRIPTION = """\
@@ -176,7 +177,7 @@ def build_parser():
     mn.add_argument("--affinity", choices=["siamese", "euclidean"], dest="distance",
                     help="distance in the affinity (default: siamese)")
     mn.add_argument("--ae-weights", help=f"autoencoder weight file (default: the package's "
-                    f"{AE_ALL}, or {AE_TRAIN60K} with --split; {AE_REUTERS})")
+                    f"{AE_ALL}, or {AE_TRAIN60K} with --split; {AE_INFIMNIST}; {AE_REUTERS})")
     mn.add_argument("--split", action="store_true",
                     help="MNIST: train on the 60k training split, report test_acc/test_nmi on "
                          "the 10k; Reuters: the same with a random 10%% held out; infimnist: "
@@ -268,8 +269,10 @@ def split(args, x, y):
 def default_ae(args):
     if args.dset == "reuters":
         return pretrained_path(AE_REUTERS)
-    # infimnist's fresh digits deform training digits, which every file saw.
-    return pretrained_path(AE_TRAIN60K if args.split and args.dset == "mnist" else AE_ALL)
+    if args.dset == "infimnist":
+        # Its fresh digits deform training digits, which the file saw, so also with --split.
+        return pretrained_path(AE_INFIMNIST)
+    return pretrained_path(AE_TRAIN60K if args.split else AE_ALL)
 
 
 class Job:

@@ -133,7 +133,7 @@ def test_run_py_trains_on_infimnist_codes_and_scores_fresh_digits(tmp_path):
         "--affinity", "euclidean", "--init", "random", "--hidden", "64", "--epochs", "2",
         "--steps-per-epoch", "5", "--no-plots", "--quiet"])
     assert results["n"] == 71000 and results["n_test"] == cli.INFIMNIST_FRESH
-    assert results["autoencoder"]["file"] == cli.AE_ALL
+    assert results["autoencoder"]["file"] == cli.AE_INFIMNIST
     # Codes of the pretrained autoencoder: well above chance even after 10 steps.
     assert results["acc"] > 0.5 and results["test_acc"] > 0.5
 
