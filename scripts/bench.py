@@ -176,6 +176,8 @@ def bench_report(args, command):
     if args.check and stale:
         raise SystemExit(f"stale: {', '.join(stale)} (run: python scripts/bench.py report)")
     print(("rewritten: " if stale else "up to date: ") + ", ".join(stale or REPORTED))
+    if not args.check:
+        redraw_scale_png()
 
 
 def matmul_rate(n=2048, dtype=None, repeats=20):
@@ -423,7 +425,6 @@ def bench_scale(args, command):
         for n in args.sizes:
             subprocess.run([sys.executable, os.path.abspath(__file__), "scale", "--one", str(n),
                             *(["--", *args.rest] if args.rest else [])], check=True)
-        scale_plot(sorted(glob.glob(os.path.join(RESULTS, "*-issue14-scale-n*.json"))))
         return
     from distributed import save_record
 
@@ -444,6 +445,7 @@ def bench_scale(args, command):
            if key in r},
         "epochs": r["epochs"], "iterations": r["iterations"], "config": r["config"]},
         issue="issue14")
+    redraw_scale_png()  # after each size, so one-size runs (--one) keep it current too
 
 
 def bench_kmeans_sample(args, command):
@@ -477,8 +479,14 @@ def bench_kmeans_sample(args, command):
            "sample or on all", ["seed", "fitted on", "ACC", "NMI", "seconds"], rows, command)
 
 
-#: The log-log figure of the ``scale`` records.
+#: The log-log figure of the ``scale`` records, and the records it plots.
 SCALE_PNG = os.path.join(ROOT, "benchmarks", "scale.png")
+SCALE_RECORDS = "*-issue14-scale-n*.json"
+
+
+def redraw_scale_png():
+    """``scale_plot`` of every committed ``scale`` record (``SCALE_RECORDS``)."""
+    scale_plot(sorted(glob.glob(os.path.join(RESULTS, SCALE_RECORDS))))
 
 
 def scale_plot(paths):
