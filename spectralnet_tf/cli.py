@@ -177,7 +177,8 @@ def build_parser():
     mn.add_argument("--affinity", choices=["siamese", "euclidean"], dest="distance",
                     help="distance in the affinity (default: siamese)")
     mn.add_argument("--ae-weights", help=f"autoencoder weight file (default: the package's "
-                    f"{AE_ALL}, or {AE_TRAIN60K} with --split; {AE_INFIMNIST}; {AE_REUTERS})")
+                    f"{AE_ALL} for mnist, {AE_TRAIN60K} with --split; {AE_INFIMNIST} for "
+                    f"infimnist; {AE_REUTERS} for reuters)")
     mn.add_argument("--split", action="store_true",
                     help="MNIST: train on the 60k training split, report test_acc/test_nmi on "
                          "the 10k; Reuters: the same with a random 10%% held out; infimnist: "
