@@ -330,7 +330,10 @@ def mnist_status(paths):
             records.append(json.load(f))
     seeds = sorted({r["results"]["config"].get("seed") for r in records})
     variants = sorted({record_variant(r) for r in records})
-    acc, nmi, gr = (np.array([r["results"][k] for r in records]) for k in ("acc", "nmi", "grassmann"))
+    def column(key):
+        return np.array([r["results"][key] for r in records])
+
+    acc, nmi, gr = map(column, ("acc", "nmi", "grassmann"))
     minutes = np.array([r["results"]["seconds"]["total"] / 60 for r in records])
     runs = f"{len(records)} run" + ("s" if len(records) != 1 else "")
     split = _is_split(records)
@@ -339,7 +342,7 @@ def mnist_status(paths):
           f"{'; '.join(variants)}), 2-core CPU, {min(r['date'] for r in records)} to "
           f"{max(r['date'] for r in records)}:")
     if split:
-        t_acc, t_nmi = (np.array([r["results"][k] for r in records]) for k in ("test_acc", "test_nmi"))
+        t_acc, t_nmi = map(column, ("test_acc", "test_nmi"))
         print(f"- test ACC min / median / max {_spread(t_acc)}, test NMI {_spread(t_nmi)} "
               f"(paper: test ACC .970, no NMI); on the 60k:")
     print(f"- ACC min / median / max {_spread(acc)}, NMI {_spread(nmi)}"
