@@ -449,16 +449,23 @@ def exact_reference(net, affinity, z, y, seed, batch_size, neighbors="exact", ti
                              "exact_graph": full._ranks()}
 
 
+def peak_rss_gib():
+    """Peak resident memory of this process so far, GiB (ru_maxrss is KiB on Linux)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)
+
+
 def run(job, out, resume=False, write=True):
     """One run into the claimed directory ``out`` (see main). ``write=False``
     (a non-chief worker): the same computation, nothing written."""
     args, x, y, k = job.args, job.x, job.y, job.k
     t0 = time.perf_counter() - job.data_seconds
     seconds = {"data": round(job.data_seconds, 3)}
+    rss = {"data": peak_rss_gib()}  # the peak so far after each phase: where it rose
 
     def phase(name, start):
         seconds[name] = round(time.perf_counter() - start, 3)
-        print(f"[{name}] {seconds[name]:.1f}s", flush=True)
+        rss[name] = peak_rss_gib()
+        print(f"[{name}] {seconds[name]:.1f}s, peak RSS {rss[name]:.2f} GiB", flush=True)
 
     print(f"[data] {job.data_seconds:.1f}s", flush=True)
     net = job.net.set_params(checkpoint_dir=os.path.join(out, "checkpoints"))
@@ -560,8 +567,8 @@ def run(job, out, resume=False, write=True):
 
     seconds["total"] = round(time.perf_counter() - t0, 3)
     results["seconds"] = seconds
-    results["peak_rss_gib"] = round(
-        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)  # KiB on Linux
+    results["peak_rss_gib"] = peak_rss_gib()
+    results["peak_rss_gib_after"] = rss
     results["epochs"] = len(net.history_["loss"])
     results["iterations"] = net.history_["iteration"][-1]
     params = {key: list(v) if isinstance(v, tuple) else v for key, v in net.get_params().items()}

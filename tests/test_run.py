@@ -22,6 +22,13 @@ def test_run_writes_results_and_plots(tmp_path):
     assert saved["exact_acc_plain"] == 1.0 and 0.0 <= saved["grassmann_plain"] <= 2.0
     assert set(saved["seconds"]) >= {"total", "data", "exact", "train", "kmeans", "plots",
                                      "grassmann_plain"}
+    # The peak so far after each timed phase (training's parts are inside
+    # "train"): in order, never falling, at most the run's peak.
+    after = saved["peak_rss_gib_after"]
+    assert list(after) == [key for key in saved["seconds"] if key in after]
+    assert set(after) >= {"data", "exact", "train", "kmeans", "plots", "grassmann_plain"}
+    assert list(after.values()) == sorted(after.values())
+    assert 0 < max(after.values()) <= saved["peak_rss_gib"]
     assert saved["config"]["hidden_units"] == [64, 64]
     assert saved["config"]["max_epochs"] == 3 and saved["config"]["seed"] == 0
     assert saved["acc"] == results["acc"]
