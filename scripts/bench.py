@@ -515,12 +515,13 @@ def bench_kmeans_sample(args, command):
 
 #: The log-log figure of the ``scale`` records, and the records it plots.
 SCALE_PNG = os.path.join(ROOT, "benchmarks", "scale.png")
-SCALE_RECORDS = "*-issue14-scale-n*.json"
+SCALE_RECORDS = ("*-issue14-scale-n*.json", "*-issue14-accept-n*.json")
 
 
 def redraw_scale_png():
     """``scale_plot`` of every committed ``scale`` record (``SCALE_RECORDS``)."""
-    scale_plot(sorted(glob.glob(os.path.join(RESULTS, SCALE_RECORDS))))
+    scale_plot(sorted(p for pattern in SCALE_RECORDS
+                      for p in glob.glob(os.path.join(RESULTS, pattern))))
 
 
 def spectralnet_seconds(r):
@@ -538,8 +539,13 @@ def scale_plot(paths):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    records = sorted((_load(p) for p in paths), key=lambda r: r["n"])
-    fig, ax = plt.subplots(figsize=(6, 4.5))
+    loaded = sorted((_load(p) for p in paths), key=lambda r: r["n"])
+    accepted = [r for r in loaded if "--acceptance" in r["command"].split()]
+    records = [r for r in loaded if r not in accepted]
+    traced = [r for r in loaded if r.get("rss_trace")]
+    fig, axes = plt.subplots(1, 2 if traced else 1, figsize=(12 if traced else 6, 4.5),
+                             squeeze=False)
+    ax = axes[0, 0]
     curves = (("SpectralNet, end to end (without the exact SC)", spectralnet_seconds),
               ("exact SC, kNN graph (finished runs)",
                lambda r: r["seconds"]["exact_plain"] if "exact_acc_plain" in r else None),
@@ -548,10 +554,27 @@ def scale_plot(paths):
         pts = [(r["n"], seconds(r)) for r in records if seconds(r) is not None]
         if pts:
             ax.loglog(*zip(*pts), "o-", label=label)
+    if accepted:
+        ax.loglog([r["n"] for r in accepted], [r["seconds"]["total"] for r in accepted], "k*",
+                  ms=10, label="run.py as the acceptance check runs it")
     ax.set_xlabel("digits n")
     ax.set_ylabel("seconds")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
+    if traced:  # resident memory through each traced run, phases' ends marked
+        ax = axes[0, 1]
+        for r in traced:
+            t, gib = zip(*r["rss_trace"])
+            line, = ax.plot(np.array(t) / 60, gib, label=f"n = {r['n']:,}")
+            end = r["seconds"]["data"]  # phases in order; training's parts are inside "train"
+            for name in r.get("peak_rss_gib_after", {}):
+                if name != "data":
+                    end += r["seconds"][name]
+                    ax.axvline(end / 60, color=line.get_color(), alpha=0.25, lw=0.8)
+        ax.set_xlabel("minutes into the run (thin lines: ends of run.py's phases)")
+        ax.set_ylabel("resident memory, GiB")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
     fig.tight_layout()
     fig.savefig(SCALE_PNG, dpi=100)
     plt.close(fig)
