@@ -23,7 +23,6 @@ import io
 import os
 import platform
 import re
-import resource
 import shutil
 import sys
 import time
@@ -555,7 +554,7 @@ def scale_plot(paths):
         if pts:
             ax.loglog(*zip(*pts), "o-", label=label)
     if accepted:
-        ax.loglog([r["n"] for r in accepted], [r["seconds"]["total"] for r in accepted], "k*",
+        ax.loglog([r["n"] for r in accepted], [spectralnet_seconds(r) for r in accepted], "k*",
                   ms=10, label="run.py as the acceptance check runs it")
     ax.set_xlabel("digits n")
     ax.set_ylabel("seconds")
@@ -639,7 +638,9 @@ def main(argv=None):
      "report": bench_report}[args.what](args, command)
     if args.what == "report":
         return
-    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
+    from spectralnet_tf.cli import peak_rss_gib
+
+    print(f"peak RSS {peak_rss_gib():.2f} GiB")
 
 
 if __name__ == "__main__":
