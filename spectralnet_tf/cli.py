@@ -576,6 +576,9 @@ def run(job, out, resume=False, write=True):
     params["distribute"] = distribute.describe(net.distribute)
     results["config"] = {**params, "seed": args.seed, "scale_": net.affinity_.scale_}
     results["history"] = {key: v for key, v in net.history_.items() if key != "seconds"}
+    if hasattr(net, "siamese_history_"):  # label-free evidence for the Siamese budget
+        results["siamese_history"] = {key: v for key, v in net.siamese_history_.items()
+                                      if key != "seconds"}
     if write:
         with atomic_file(os.path.join(out, rundir.RESULTS)) as f:
             json.dump(results, f, indent=2)

@@ -1,6 +1,7 @@
 """Infinite MNIST (issue 14): the originals first, then deformations that are
 a function of the index alone, small enough to keep the digit's identity."""
 
+import json
 import os
 
 import numpy as np
@@ -125,14 +126,19 @@ def test_bad_arguments_are_named(base):
 def test_run_py_trains_on_infimnist_codes_and_scores_fresh_digits(tmp_path):
     """``run.py --dset infimnist --n N --split``: codes of N digits (MNIST, then
     deformed ones) and 10,000 fresh digits (the indices after N) through the
-    trained net. Kept cheap: Euclidean affinity, random start, a few steps."""
+    trained net. Kept cheap: a Siamese net of 3 epochs of 4 steps, random start,
+    a few steps."""
     from spectralnet_tf import cli
 
     results = cli.run_command([
         "--dset", "infimnist", "--n", "71000", "--split", "--out", str(tmp_path / "run"),
-        "--affinity", "euclidean", "--init", "random", "--hidden", "64", "--epochs", "2",
-        "--steps-per-epoch", "5", "--no-plots", "--quiet"])
+        "--siamese-epochs", "3", "--siamese-steps-per-epoch", "4", "--init", "random",
+        "--hidden", "64", "--epochs", "2", "--steps-per-epoch", "5", "--no-plots", "--quiet"])
     assert results["n"] == 71000 and results["n_test"] == cli.INFIMNIST_FRESH
+    # The Siamese net's history is kept beside SpectralNet's, one value per epoch.
+    saved = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert [len(saved["siamese_history"][key]) for key in ("loss", "val_loss", "lr")] == [3, 3, 3]
+    assert saved["siamese_history"]["val_loss"] == results["siamese_history"]["val_loss"]
     assert results["autoencoder"]["file"] == cli.AE_INFIMNIST
     # Codes of the pretrained autoencoder: well above chance even after 10 steps.
     assert results["acc"] > 0.5 and results["test_acc"] > 0.5
