@@ -306,6 +306,7 @@ def bench_matmul(args, command):
 def bench_run(args, command):
     from spectralnet_tf import cli
 
+    rate = matmul_rate()  # in the same process: the unit of issue 14's time targets
     r = cli.run_command(args.rest)
     s = r["seconds"]
     phases = ", ".join(f"{k} {v:.0f}s" for k, v in s.items() if k != "total")
@@ -313,9 +314,12 @@ def bench_run(args, command):
            f"{r['acc']:.4f}", f"{r['nmi']:.4f}",
            f"{r['test_acc']:.4f}" if "test_acc" in r else "",
            f"{r['grassmann']:.4f}" if "grassmann" in r else "",
-           f"{s['total'] / 60:.1f}", phases, f"{r['peak_rss_gib']:.2f}"]
+           f"{s['total'] / 60:.1f}", f"{rate:.1f}", f"{s['total'] * rate / 200 / 60:.1f}",
+           phases, f"{r['peak_rss_gib']:.2f}"]
     append("scripts/run.py", ["dataset", "space", "affinity", "n", "ACC", "NMI", "test ACC",
-                              "Grassmann", "total min", "phases", "peak RSS GiB"], [row], command)
+                              "Grassmann", "total min", "matmul GFLOP/s",
+                              "total min at 200 GFLOP/s", "phases", "peak RSS GiB"],
+           [row], command)
 
 
 def bench_serve(args, command):
