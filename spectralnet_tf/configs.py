@@ -38,9 +38,10 @@ CONFIGS = {
     # Siamese epochs of 277 steps (a quarter of a pass over the 567,000
     # training pairs), at most 30 SpectralNet epochs (the validation loss
     # levels off by about epoch 20), both nets' hidden layers in bfloat16
-    # (1.5-1.7x faster steps where the CPU has bfloat16 units). Checked
-    # without labels: the Grassmann distance to the trained graph's
-    # eigenvectors and the Siamese validation loss (BENCHMARKS.md, "Lean").
+    # (a spectral iteration 1.7x faster in bench.py profile on a CPU with
+    # bfloat16 units). Checked without labels: the Grassmann distance to the
+    # trained graph's eigenvectors and the Siamese validation loss
+    # (BENCHMARKS.md, "Lean budgets").
     "mnist": {
         "hidden_units": (1024, 1024, 512),
         "output_activation": "linear",
