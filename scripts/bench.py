@@ -530,7 +530,9 @@ def redraw_scale_png():
 def spectralnet_seconds(r):
     """Seconds of a ``scale`` record's run without its exact reference: what
     ``run.py`` takes without ``--exact-knn`` (the issue's end to end)."""
-    return r["seconds"]["total"] - r["seconds"].get("exact_plain", 0.0)
+    from spectralnet_tf.cli import seconds_without_references
+
+    return seconds_without_references(r["seconds"])
 
 
 def scale_plot(paths):

@@ -273,6 +273,7 @@ def mnist_table(records):
     """One row per ``mnist`` record (seed, numeric variant, commit), then the
     min / median / max of ACC, NMI and Grassmann over all of them."""
     import numpy as np
+    from spectralnet_tf.cli import seconds_without_references
 
     split = _is_split(records)
     print("| seed | numerics | commit | init | ACC | NMI "
@@ -293,7 +294,7 @@ def mnist_table(records):
               f"| {x['kmeans_acc']:.4f} "
               f"| {x['epochs']} | {sec.get('siamese', 0):.0f} | {sec.get('warm_start', 0):.0f} "
               f"| {sec['spectral']:.0f} | {sec['total'] / 60:.1f} min "
-              f"| {_without_references(sec) / 60:.1f} min | {cost} "
+              f"| {seconds_without_references(sec) / 60:.1f} min | {cost} "
               f"| {x['peak_rss_gib']:.2f} GiB |")
     print()
     keys = (("acc", "ACC"), ("nmi", "NMI"), ("grassmann", "Grassmann"))
@@ -304,13 +305,6 @@ def mnist_table(records):
         print(f"- {name} over {len(v)} runs: min {v.min():.4f}, median {np.median(v):.4f}, "
               f"max {v.max():.4f}")
     print()
-
-
-def _without_references(seconds):
-    """A run's seconds less its ``--grassmann`` references: what ``run.py``
-    takes without that flag (``--no-plots`` as here)."""
-    return seconds["total"] - sum(seconds.get(k, 0) for k in ("exact", "grassmann",
-                                                              "grassmann_plain"))
 
 
 def _is_split(records):
@@ -331,6 +325,7 @@ def _spread(values):
 def mnist_status(paths):
     """README's MNIST status lines, from the same records as the table."""
     import numpy as np
+    from spectralnet_tf.cli import seconds_without_references
 
     records = []
     for path in paths:
@@ -356,7 +351,8 @@ def mnist_status(paths):
     print(f"- ACC min / median / max {_spread(acc)}, NMI {_spread(nmi)}"
           + (";" if split else " (paper: .971 / .924);"))
     print(f"- Grassmann distance to the sampled graph's eigenvectors {_spread(gr)};")
-    lean = np.array([_without_references(r["results"]["seconds"]) / 60 for r in records])
+    lean = np.array([seconds_without_references(r["results"]["seconds"]) / 60
+                     for r in records])
     print(f"- {_span(minutes)} min a run with `--grassmann`, {_span(lean)} min without it "
           f"(records in `benchmarks/results/`, table in BENCHMARKS.md).")
 

@@ -454,6 +454,21 @@ def peak_rss_gib():
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)
 
 
+#: run.py's phases that compute references for the record (exact spectral
+#: clustering, the Grassmann distances), not part of clustering the data.
+REFERENCE_PHASES = ("exact", "grassmann", "grassmann_plain", "exact_plain")
+
+
+def seconds_without_references(seconds):
+    """A run's ``results["seconds"]`` total less its reference phases: what
+    ``run.py`` takes without ``--grassmann`` and ``--exact-knn``."""
+    return seconds["total"] - sum(seconds.get(key, 0.0) for key in REFERENCE_PHASES)
+
+
+def _without_seconds(history):
+    return {key: v for key, v in history.items() if key != "seconds"}
+
+
 def run(job, out, resume=False, write=True):
     """One run into the claimed directory ``out`` (see main). ``write=False``
     (a non-chief worker): the same computation, nothing written."""
@@ -575,10 +590,9 @@ def run(job, out, resume=False, write=True):
     params["encoder"] = job.encoder_file
     params["distribute"] = distribute.describe(net.distribute)
     results["config"] = {**params, "seed": args.seed, "scale_": net.affinity_.scale_}
-    results["history"] = {key: v for key, v in net.history_.items() if key != "seconds"}
+    results["history"] = _without_seconds(net.history_)
     if hasattr(net, "siamese_history_"):  # label-free evidence for the Siamese budget
-        results["siamese_history"] = {key: v for key, v in net.siamese_history_.items()
-                                      if key != "seconds"}
+        results["siamese_history"] = _without_seconds(net.siamese_history_)
     if write:
         with atomic_file(os.path.join(out, rundir.RESULTS)) as f:
             json.dump(results, f, indent=2)
