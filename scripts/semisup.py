@@ -5,6 +5,7 @@
     python scripts/semisup.py grid --fraction 0   # the same data without labels
     python scripts/semisup.py ablate              # each part's contribution, on development seeds
     python scripts/semisup.py cause               # exact spectral clustering with every labeled pair
+    python scripts/semisup.py harmonic RECORD.json  # the exact semi-supervised reference per trial
     python scripts/semisup.py mnist --fractions 0.02 0.01 0.001   # run.py --dset mnist with labels
     python scripts/semisup.py table RECORD.json   # the Markdown table of a record
     python scripts/semisup.py plot RECORD.json --out PNG
@@ -56,6 +57,28 @@ def partial_labels(y, fraction, seed):
     return np.where(rng.uniform(size=len(y)) < fraction, y, -1).astype(np.int64)
 
 
+def sampled_graph(x, seed):
+    """The estimator's default affinity on all of x as its minibatches sample
+    it (``for_full_data``), with the batch the estimator uses after its 10%
+    hold-out: (sparse W, fitted minibatch affinity, batch size)."""
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+
+    n = len(x)
+    m = min(1024, int(0.9 * n))
+    aff = GaussianKNNAffinity().fit(x, batch_size=m, seed=seed)
+    return aff.for_full_data(n, m).graph(x), aff, m
+
+
+def harmonic_acc(x, y, known, seed):
+    """ACC of the exact semi-supervised reference: the harmonic function of
+    the graph SpectralNet's minibatches sample, with the same labels."""
+    from spectralnet_tf.metrics import acc
+    from spectralnet_tf.spectral import harmonic_labels
+
+    w = sampled_graph(x.astype(np.float32), seed)[0]
+    return round(acc(y, harmonic_labels(w, known, 2)), 4)
+
+
 def trial(n, r2, noise, seed, fraction, params):
     from sklearn.semi_supervised import LabelSpreading
 
@@ -80,6 +103,7 @@ def trial(n, r2, noise, seed, fraction, params):
         # (its default alpha), with the same labels.
         spread = LabelSpreading(kernel="knn", n_neighbors=10).fit(x, known)
         out["label_spreading_acc"] = round(acc(y, spread.transduction_), 4)
+        out["harmonic_acc"] = harmonic_acc(x, y, known, seed)
     return out
 
 
@@ -179,7 +203,7 @@ def cmd_cause(args):
     minibatch's graph costs for the true split and for both rings halved."""
     import tensorflow as tf
 
-    from spectralnet_tf.affinity import GaussianKNNAffinity, apply_labels
+    from spectralnet_tf.affinity import apply_labels
     from spectralnet_tf.datasets import rings
     from spectralnet_tf.metrics import acc
     from spectralnet_tf.spectral import cluster_graph
@@ -191,9 +215,8 @@ def cmd_cause(args):
                 x, y = rings(n, noise=noise, seed=seed, radii=(1.0, r2))
                 x, y = x.astype(np.float32), y.astype(np.int64)
                 known = partial_labels(y, args.fraction, seed)
-                m = min(1024, int(0.9 * n))  # the estimator's batch after its 10% hold-out
-                aff = GaussianKNNAffinity().fit(x, batch_size=m, seed=seed)
-                w = aff.for_full_data(n, m).graph(x).toarray().astype(np.float32)
+                w, aff, m = sampled_graph(x, seed)
+                w = w.toarray().astype(np.float32)
                 out = {"n": n, "outer_radius": r2, "noise": noise, "seed": seed,
                        "fraction": args.fraction, "labeled": int((known >= 0).sum())}
                 for name, graph in (("exact_sc_no_labels", w),
@@ -260,6 +283,32 @@ def cmd_arcs(args):
                  "spearman_p": float(f"{rho.pvalue:.3g}")})
 
 
+def cmd_harmonic(args):
+    """The exact semi-supervised reference beside each labeled trial of the
+    grid records given: the harmonic function (``spectral.harmonic_labels``)
+    of the graph SpectralNet's minibatches sample, with the trial's labels.
+    Where it fails too, the graph with these labels does not hold the
+    rings apart, whatever trains on it."""
+    from spectralnet_tf.datasets import rings
+
+    trials = []
+    for path in args.records:
+        with open(path) as f:
+            record = json.load(f)
+        for t in record["trials"]:
+            if not t["fraction"]:
+                continue
+            x, y = rings(t["n"], noise=t["noise"], seed=t["seed"], radii=(1.0, t["outer_radius"]))
+            y = y.astype(np.int64)
+            known = partial_labels(y, t["fraction"], t["seed"])
+            out = {key: t[key] for key in ("n", "outer_radius", "noise", "fraction", "seed", "acc")}
+            out["harmonic_acc"] = harmonic_acc(x, y, known, t["seed"])
+            trials.append(out)
+            print(json.dumps(out), flush=True)
+    save_record("harmonic", args.tag or "harmonic", args, trials,
+                {"records": [os.path.basename(p) for p in args.records]})
+
+
 def cmd_mnist(args):
     """The main job (``run.py --dset mnist``) with each labeled fraction, one
     run at a time in a subprocess with TensorFlow's default threads; each run
@@ -308,6 +357,18 @@ def cmd_table(args):
         for t in record["trials"]:
             print("| " + " | ".join(str(t[k]) for k in head) + " |")
         return
+    if record["kind"] == "harmonic":
+        keys = ["n", "outer_radius", "noise", "fraction"]
+        print("| " + " | ".join(keys) + " | seeds | SpectralNet ACC per seed | min | harmonic ACC "
+              "per seed | min | seeds ≥ 0.95: SpectralNet / harmonic |\n|" + " --- |" * 10)
+        for key, group in _groups(record["trials"], keys).items():
+            ours, ref = ([t[k] for t in group] for k in ("acc", "harmonic_acc"))
+            cells = list(key) + [" ".join(str(t["seed"]) for t in group)]
+            for accs in (ours, ref):
+                cells += [" ".join(f"{a:.3f}" for a in accs), f"{min(accs):.4f}"]
+            cells.append(f"{sum(a >= 0.95 for a in ours)} / {sum(a >= 0.95 for a in ref)}")
+            print("| " + " | ".join(str(c) for c in cells) + " |")
+        return
     if record["kind"] == "mnist":
         rate = record["matmul_gflops"]
         print("| labeled fraction | labeled points | ACC | NMI | k-means ACC (codes) | epochs "
@@ -319,8 +380,9 @@ def cmd_table(args):
                   f"| {s['spectral']:.0f} | {s['total'] / 60:.1f} | {s['total'] * rate / 1000:.0f} |")
         return
     keys = (["variant"] if record["kind"] == "ablate" else []) + ["n", "outer_radius", "noise", "fraction"]
-    head = keys + ["Bayes", "seeds", "ACC per seed", "min ACC", "label spreading ACC",
-                   "s per fit (median)", "s per fit × GFLOP/s / 1000"]
+    harmonic = any("harmonic_acc" in t for t in record["trials"])  # newer records only
+    head = keys + ["Bayes", "seeds", "ACC per seed", "min ACC", "label spreading ACC"]
+    head += ["harmonic ACC"] * harmonic + ["s per fit (median)", "s per fit × GFLOP/s / 1000"]
     print("| " + " | ".join(head) + " |\n|" + " --- |" * len(head))
     bayes = record.get("bayes", {})
     for key, group in _groups(record["trials"], keys).items():
@@ -335,8 +397,11 @@ def cmd_table(args):
         cells = list(key) + [f"{b:.4f}" if b else "", " ".join(str(t["seed"]) for t in group),
                              " ".join(f"{a:.3f}" for a in accs), f"{min(accs):.4f}",
                              " ".join(f"{t['label_spreading_acc']:.3f}" for t in group
-                                      if "label_spreading_acc" in t) or "–", f"{sec:.0f}",
-                             f"{sec * record.get('matmul_gflops', np.nan) / 1000:.2f}"]
+                                      if "label_spreading_acc" in t) or "–"]
+        if harmonic:
+            cells.append(" ".join(f"{t['harmonic_acc']:.3f}" for t in group
+                                  if "harmonic_acc" in t) or "–")
+        cells += [f"{sec:.0f}", f"{sec * record.get('matmul_gflops', np.nan) / 1000:.2f}"]
         print("| " + " | ".join(str(c) for c in cells) + " |")
 
 
@@ -398,10 +463,12 @@ def main(argv=None):
         q.add_argument("--settings", type=_setting, nargs="+",
                        default=SETTINGS if name == "grid" else [(1.5, 0.11)],
                        help="OUTER_RADIUS/NOISE pairs")
-    q = sub.add_parser("arcs", help="labeled points and unlabeled arcs per grid trial")
-    q.add_argument("records", nargs="+", help="grid records")
-    q.add_argument("--tag", default=None)
-    q.add_argument("--results", default=os.path.join(ROOT, "benchmarks", "results"))
+    for name, about in (("arcs", "labeled points and unlabeled arcs per grid trial"),
+                        ("harmonic", "the exact semi-supervised reference per grid trial")):
+        q = sub.add_parser(name, help=about)
+        q.add_argument("records", nargs="+", help="grid records")
+        q.add_argument("--tag", default=None)
+        q.add_argument("--results", default=os.path.join(ROOT, "benchmarks", "results"))
     q = sub.add_parser("mnist")
     q.add_argument("--fractions", type=float, nargs="+", default=[0.0, 0.001, 0.01, 0.02],
                    help="labeled fractions (0: the unsupervised run)")
@@ -416,7 +483,7 @@ def main(argv=None):
     q.add_argument("--out", required=True)
     args = p.parse_args(argv)
     {"grid": cmd_grid, "ablate": cmd_ablate, "cause": cmd_cause, "arcs": cmd_arcs,
-     "mnist": cmd_mnist,
+     "harmonic": cmd_harmonic, "mnist": cmd_mnist,
      "table": cmd_table, "plot": cmd_plot}[args.command](args)
 
 

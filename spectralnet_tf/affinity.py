@@ -311,6 +311,42 @@ class GaussianKNNAffinity(GaussianAffinity):
 AFFINITIES = {"knn": GaussianKNNAffinity, "full": FullGaussianAffinity}
 
 
+def check_labels(partial_labels, n, n_clusters):
+    """Semi-supervised labels as int64, -1 for unlabeled (all -1 if None)."""
+    if partial_labels is None:
+        return np.full(n, -1, dtype=np.int64)
+    labels = np.asarray(partial_labels)
+    if labels.shape != (n,):
+        raise ValueError(
+            f"partial_labels must have shape (n_samples,) = ({n},), got "
+            f"partial_labels.shape={labels.shape}."
+        )
+    if np.issubdtype(labels.dtype, np.floating):
+        # Whole numbers stored as floats (e.g. 1.0, -1.0) are accepted.
+        fractional = ~np.isfinite(labels) | (labels != np.round(labels))
+        if fractional.any():
+            i = int(np.argmax(fractional))
+            raise ValueError(
+                "partial_labels must hold integers (a cluster in [0, n_clusters) for labeled "
+                f"points, -1 for the others), got partial_labels[{i}]={labels[i].item()!r} "
+                f"({int(fractional.sum())} such values)."
+            )
+    elif not np.issubdtype(labels.dtype, np.integer) or labels.dtype == bool:
+        raise ValueError(
+            "partial_labels must hold integers (a cluster in [0, n_clusters) for labeled "
+            f"points, -1 for the others), got dtype={labels.dtype} (e.g. "
+            f"partial_labels[0]={labels[0].item()!r})."
+        )
+    bad = (labels < -1) | (labels >= n_clusters)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(
+            f"partial_labels must lie in [-1, n_clusters={n_clusters}), got "
+            f"partial_labels[{i}]={labels[i]} ({int(bad.sum())} such values)."
+        )
+    return labels.astype(np.int64)
+
+
 def apply_labels(w, labels):
     """Semi-supervised affinity (paper Sec. 5.3): pairs of labeled points get 1
     (same label) or 0 (different labels); other pairs keep ``w``. ``labels``

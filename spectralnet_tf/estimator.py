@@ -12,7 +12,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
 from . import distribute as dist
-from .affinity import AFFINITIES, SCALES
+from .affinity import AFFINITIES, SCALES, check_labels
 from .checkpoint import Checkpointer
 from .centroids import assign, fit_centroids
 from .export import export_saved_model, load_estimator, save_estimator
@@ -47,42 +47,6 @@ def check_array(X, name="X"):
             f"{name}[{i}, {j}]={X[i, j]}."
         )
     return X
-
-
-def check_labels(partial_labels, n, n_clusters):
-    """Semi-supervised labels as int64, -1 for unlabeled (all -1 if None)."""
-    if partial_labels is None:
-        return np.full(n, -1, dtype=np.int64)
-    labels = np.asarray(partial_labels)
-    if labels.shape != (n,):
-        raise ValueError(
-            f"partial_labels must have shape (n_samples,) = ({n},), got "
-            f"partial_labels.shape={labels.shape}."
-        )
-    if np.issubdtype(labels.dtype, np.floating):
-        # Whole numbers stored as floats (e.g. 1.0, -1.0) are accepted.
-        fractional = ~np.isfinite(labels) | (labels != np.round(labels))
-        if fractional.any():
-            i = int(np.argmax(fractional))
-            raise ValueError(
-                "partial_labels must hold integers (a cluster in [0, n_clusters) for labeled "
-                f"points, -1 for the others), got partial_labels[{i}]={labels[i].item()!r} "
-                f"({int(fractional.sum())} such values)."
-            )
-    elif not np.issubdtype(labels.dtype, np.integer) or labels.dtype == bool:
-        raise ValueError(
-            "partial_labels must hold integers (a cluster in [0, n_clusters) for labeled "
-            f"points, -1 for the others), got dtype={labels.dtype} (e.g. "
-            f"partial_labels[0]={labels[0].item()!r})."
-        )
-    bad = (labels < -1) | (labels >= n_clusters)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise ValueError(
-            f"partial_labels must lie in [-1, n_clusters={n_clusters}), got "
-            f"partial_labels[{i}]={labels[i]} ({int(bad.sum())} such values)."
-        )
-    return labels.astype(np.int64)
 
 
 def check_rows(X, name="X"):

@@ -2,7 +2,8 @@
 
 The k eigenvectors of the graph Laplacian with the smallest eigenvalues, from
 a scipy eigensolver on the same affinity SpectralNet trains with, then
-k-means on them (paper Appendix C).
+k-means on them (paper Appendix C). With a few labels, the exact reference is
+the harmonic function of the same graph (``harmonic_labels``).
 """
 
 import time
@@ -12,7 +13,9 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
+from scipy.sparse.csgraph import connected_components
 
+from .affinity import check_labels
 from .centroids import kmeans_labels
 from .losses import LAPLACIANS
 
@@ -136,3 +139,36 @@ def cluster_graph(w, n_clusters, laplacian="unnormalized", random_state=0, time_
     ``n_clusters`` smallest eigenvectors. Returns (labels, eigenvectors)."""
     vecs = laplacian_eigenvectors(w, n_clusters, laplacian, time_limit)
     return kmeans_labels(vecs, n_clusters, random_state), vecs
+
+
+def harmonic_labels(w, partial_labels, n_clusters):
+    """Exact graph-based semi-supervised labels: the harmonic function of
+    Zhu, Ghahramani & Lafferty (ICML 2003) on the affinity ``w``.
+
+    For each class c, the function f that equals 1 on the points labeled c
+    and 0 on the other labeled points, and minimizes ``f^T L f`` (L = D - W)
+    over the unlabeled ones: ``L_uu F_u = -L_ul Y_l``. Each unlabeled point
+    takes the class of its largest f. It is what the Laplacian quadratic
+    form, SpectralNet's loss, says with the labels held fixed; a reference
+    for SpectralNet fitted with ``partial_labels`` on the same graph.
+
+    ``partial_labels`` holds a class in [0, n_clusters) or -1 (unlabeled).
+    Labeled points keep their label; points of a connected component
+    without a labeled point get -1. Sparse direct solve (SuperLU).
+    """
+    w = sp.csr_matrix(w)
+    n = w.shape[0]
+    labels = check_labels(partial_labels, n, n_clusters)
+    if not (labels >= 0).any():
+        raise ValueError("partial_labels must label at least one point, got only -1.")
+    _, component = connected_components(w, directed=False)
+    reached = np.isin(component, component[labels >= 0])
+    out = np.where(reached, labels, -1)
+    free = np.flatnonzero(reached & (labels < 0))
+    if free.size:
+        fixed = np.flatnonzero(labels >= 0)
+        lap = laplacian_matrix(w).tocsr()
+        rhs = -(lap[free][:, fixed] @ np.eye(n_clusters)[labels[fixed]])
+        f = scipy.sparse.linalg.splu(lap[free][:, free].tocsc()).solve(np.asarray(rhs))
+        out[free] = f.argmax(axis=1)
+    return out

@@ -55,3 +55,35 @@ def test_rayleigh_is_the_cut_cost_of_a_split():
     f = np.where(np.arange(8) % 2 == 0, 1.0, -1.0)
     lap = np.diag(w.sum(1)) - w
     assert np.isclose(rayleigh(w, np.arange(8) % 2 == 0), f @ lap @ f / 8)
+
+
+def test_harmonic_reference_uses_the_sampled_graph_and_the_grid_labels(tmp_path):
+    import json
+
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    from semisup import harmonic_acc, partial_labels, sampled_graph
+
+    from spectralnet_tf.metrics import acc
+    from spectralnet_tf.spectral import harmonic_labels
+
+    x, y = rings(300, noise=0.03, seed=0, radii=(1.0, 2.0))
+    y = y.astype(np.int64)
+    known = partial_labels(y, 0.05, 0)
+    w, _, m = sampled_graph(x, 0)
+    assert m == 270 and w.shape == (300, 300)
+    # Far-apart rings: the labels carry over exactly.
+    assert harmonic_acc(x, y, known, 0) == 1.0 == acc(y, harmonic_labels(w, known, 2))
+    # The command reads a grid record and writes the reference beside each trial.
+    grid = tmp_path / "grid.json"
+    trial = {"n": 300, "outer_radius": 2.0, "noise": 0.03, "seed": 0, "fraction": 0.05, "acc": 0.5}
+    grid.write_text(json.dumps({"trials": [trial, {**trial, "fraction": 0.0}]}))
+    subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "harmonic",
+                    str(grid), "--tag", "t", "--results", str(tmp_path)], check=True,
+                   capture_output=True)
+    (path,) = tmp_path.glob("*issue17-t.json")
+    record = json.loads(path.read_text())
+    assert record["kind"] == "harmonic" and len(record["trials"]) == 1
+    assert record["trials"][0]["harmonic_acc"] == 1.0 and record["trials"][0]["acc"] == 0.5
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
+                          str(path)], capture_output=True, text=True, check=True).stdout
+    assert "| 300 | 2.0 | 0.03 | 0.05 | 0 | 0.500 | 0.5000 | 1.000 | 1.0000 | 0 / 1 |" in out

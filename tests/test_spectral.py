@@ -1,10 +1,11 @@
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from spectralnet_tf.affinity import GaussianKNNAffinity
 from spectralnet_tf.datasets import load_dataset
 from spectralnet_tf.metrics import acc
-from spectralnet_tf.spectral import (laplacian_matrix, smallest_eigenvectors,
+from spectralnet_tf.spectral import (harmonic_labels, laplacian_matrix, smallest_eigenvectors,
                                      spectral_clustering)
 
 
@@ -74,3 +75,43 @@ def test_amg_preconditioned_lobpcg_finds_the_dense_eigenspace_and_honours_its_ti
     assert grassmann(amg_vecs, vecs) < 1e-2
     with pytest.raises(spectral.EigensolverTimeout, match="time_limit=0.001"):
         spectral.amg_smallest(lap.tocsr(), 4, tol=1e-15, time_limit=0.001)
+
+
+def test_harmonic_labels_follow_the_weak_edge_not_the_midpoint():
+    # A chain 0-1-2-3-4-5 with unit weights but a weak edge (1, 2): the
+    # harmonic function is the resistance distance from node 0 over the total,
+    # f(1) = 1/104 and f(2) = 101/104, so the split is at the weak edge.
+    w = np.zeros((6, 6))
+    for i in range(5):
+        w[i, i + 1] = w[i + 1, i] = 0.01 if i == 1 else 1.0
+    assert harmonic_labels(w, [0, -1, -1, -1, -1, 1], 2).tolist() == [0, 0, 1, 1, 1, 1]
+
+
+def test_harmonic_labels_solve_the_clamped_laplacian_and_keep_the_given_labels():
+    rng = np.random.default_rng(0)
+    n, k = 60, 3
+    w = rng.uniform(size=(n, n)) * (rng.uniform(size=(n, n)) < 0.2)
+    w = np.triu(w, 1) + np.triu(w, 1).T
+    labels = np.full(n, -1)
+    labels[:9] = np.arange(9) % k
+    got = harmonic_labels(sp.csr_matrix(w), labels, k)
+    lap = np.diag(w.sum(1)) - w
+    free, fixed = np.arange(9, n), np.arange(9)
+    f = np.linalg.solve(lap[np.ix_(free, free)], -lap[np.ix_(free, fixed)] @ np.eye(k)[labels[:9]])
+    assert got[:9].tolist() == labels[:9].tolist()
+    np.testing.assert_array_equal(got[9:], f.argmax(1))
+    # Labeled points keep their labels even where their neighbours disagree.
+    flipped = labels.copy()
+    flipped[0] = (labels[0] + 1) % k
+    assert harmonic_labels(w, flipped, k)[0] == flipped[0]
+
+
+def test_harmonic_labels_leave_unreached_components_unlabeled_and_refuse_no_labels():
+    w = np.zeros((5, 5))
+    w[0, 1] = w[1, 0] = w[3, 4] = w[4, 3] = 1.0  # {0, 1}, {2}, {3, 4}
+    assert harmonic_labels(w, [1, -1, -1, -1, -1], 2).tolist() == [1, 1, -1, -1, -1]
+    with pytest.raises(ValueError, match=r"^partial_labels must label at least one point, got "
+                                         r"only -1\.$"):
+        harmonic_labels(w, [-1] * 5, 2)
+    with pytest.raises(ValueError, match=r"partial_labels\[1\]=2"):
+        harmonic_labels(w, [0, 2, -1, -1, -1], 2)
