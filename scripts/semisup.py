@@ -399,8 +399,8 @@ def cmd_table(args):
                              " ".join(f"{t['label_spreading_acc']:.3f}" for t in group
                                       if "label_spreading_acc" in t) or "–"]
         if harmonic:
-            cells.append(" ".join(f"{t['harmonic_acc']:.3f}" for t in group
-                                  if "harmonic_acc" in t) or "–")
+            cells.append(" ".join(f"{t['harmonic_acc']:.3f}" if "harmonic_acc" in t else "–"
+                                  for t in group))
         cells += [f"{sec:.0f}", f"{sec * record.get('matmul_gflops', np.nan) / 1000:.2f}"]
         print("| " + " | ".join(str(c) for c in cells) + " |")
 

@@ -153,10 +153,13 @@ def harmonic_labels(w, partial_labels, n_clusters):
     for SpectralNet fitted with ``partial_labels`` on the same graph.
 
     ``partial_labels`` holds a class in [0, n_clusters) or -1 (unlabeled).
-    Labeled points keep their label; points of a connected component
-    without a labeled point get -1. Sparse direct solve (SuperLU).
+    ``w`` is symmetrized, ``(w + w^T) / 2``. Labeled points keep their
+    label; points of a connected component without a labeled point get -1.
+    Sparse direct solve (SuperLU).
     """
-    w = sp.csr_matrix(w)
+    w = sp.csr_matrix(w, dtype=np.float64)  # SuperLU solves in the matrix's dtype
+    w = 0.5 * (w + w.T)  # the same quadratic form f^T L f as w
+    w.eliminate_zeros()  # connected_components would count a stored zero as an edge
     n = w.shape[0]
     labels = check_labels(partial_labels, n, n_clusters)
     if not (labels >= 0).any():
@@ -167,8 +170,8 @@ def harmonic_labels(w, partial_labels, n_clusters):
     free = np.flatnonzero(reached & (labels < 0))
     if free.size:
         fixed = np.flatnonzero(labels >= 0)
-        lap = laplacian_matrix(w).tocsr()
-        rhs = -(lap[free][:, fixed] @ np.eye(n_clusters)[labels[fixed]])
-        f = scipy.sparse.linalg.splu(lap[free][:, free].tocsc()).solve(np.asarray(rhs))
+        rows = laplacian_matrix(w).tocsr()[free]
+        rhs = -(rows[:, fixed] @ np.eye(n_clusters)[labels[fixed]])
+        f = scipy.sparse.linalg.splu(rows[:, free].tocsc()).solve(np.asarray(rhs))
         out[free] = f.argmax(axis=1)
     return out

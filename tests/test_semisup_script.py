@@ -66,16 +66,18 @@ def test_harmonic_reference_uses_the_sampled_graph_and_the_grid_labels(tmp_path)
     from spectralnet_tf.metrics import acc
     from spectralnet_tf.spectral import harmonic_labels
 
-    x, y = rings(300, noise=0.03, seed=0, radii=(1.0, 2.0))
+    x, y = rings(400, noise=0.11, seed=0, radii=(1.0, 1.5))
     y = y.astype(np.int64)
-    known = partial_labels(y, 0.05, 0)
-    w, _, m = sampled_graph(x, 0)
-    assert m == 270 and w.shape == (300, 300)
-    # Far-apart rings: the labels carry over exactly.
-    assert harmonic_acc(x, y, known, 0) == 1.0 == acc(y, harmonic_labels(w, known, 2))
+    known = partial_labels(y, 0.02, 0)
+    w, _, m = sampled_graph(x.astype(np.float32), 0)
+    assert m == 360 and w.shape == (400, 400)
+    expected = round(acc(y, harmonic_labels(w, known, 2)), 4)
+    # Heavy noise, few labels: the reference is imperfect, so a different
+    # graph or different labels would show.
+    assert harmonic_acc(x, y, known, 0) == expected < 1.0
     # The command reads a grid record and writes the reference beside each trial.
     grid = tmp_path / "grid.json"
-    trial = {"n": 300, "outer_radius": 2.0, "noise": 0.03, "seed": 0, "fraction": 0.05, "acc": 0.5}
+    trial = {"n": 400, "outer_radius": 1.5, "noise": 0.11, "seed": 0, "fraction": 0.02, "acc": 0.5}
     grid.write_text(json.dumps({"trials": [trial, {**trial, "fraction": 0.0}]}))
     subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "harmonic",
                     str(grid), "--tag", "t", "--results", str(tmp_path)], check=True,
@@ -83,7 +85,8 @@ def test_harmonic_reference_uses_the_sampled_graph_and_the_grid_labels(tmp_path)
     (path,) = tmp_path.glob("*issue17-t.json")
     record = json.loads(path.read_text())
     assert record["kind"] == "harmonic" and len(record["trials"]) == 1
-    assert record["trials"][0]["harmonic_acc"] == 1.0 and record["trials"][0]["acc"] == 0.5
+    assert record["trials"][0]["harmonic_acc"] == expected and record["trials"][0]["acc"] == 0.5
     out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
                           str(path)], capture_output=True, text=True, check=True).stdout
-    assert "| 300 | 2.0 | 0.03 | 0.05 | 0 | 0.500 | 0.5000 | 1.000 | 1.0000 | 0 / 1 |" in out
+    assert (f"| 400 | 1.5 | 0.11 | 0.02 | 0 | 0.500 | 0.5000 | {expected:.3f} | {expected:.4f} "
+            f"| 0 / {int(expected >= 0.95)} |") in out

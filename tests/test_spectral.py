@@ -95,6 +95,7 @@ def test_harmonic_labels_solve_the_clamped_laplacian_and_keep_the_given_labels()
     labels = np.full(n, -1)
     labels[:9] = np.arange(9) % k
     got = harmonic_labels(sp.csr_matrix(w), labels, k)
+    np.testing.assert_array_equal(harmonic_labels(w.astype(np.float32), labels, k), got)
     lap = np.diag(w.sum(1)) - w
     free, fixed = np.arange(9, n), np.arange(9)
     f = np.linalg.solve(lap[np.ix_(free, free)], -lap[np.ix_(free, fixed)] @ np.eye(k)[labels[:9]])
@@ -110,6 +111,9 @@ def test_harmonic_labels_leave_unreached_components_unlabeled_and_refuse_no_labe
     w = np.zeros((5, 5))
     w[0, 1] = w[1, 0] = w[3, 4] = w[4, 3] = 1.0  # {0, 1}, {2}, {3, 4}
     assert harmonic_labels(w, [1, -1, -1, -1, -1], 2).tolist() == [1, 1, -1, -1, -1]
+    # A stored zero is no edge, and an edge given one way only counts both ways.
+    stored = sp.csr_matrix((np.array([1.0, 0.0]), (np.array([0, 1]), np.array([1, 2]))), (5, 5))
+    assert harmonic_labels(stored, [1, -1, -1, -1, -1], 2).tolist() == [1, 1, -1, -1, -1]
     with pytest.raises(ValueError, match=r"^partial_labels must label at least one point, got "
                                          r"only -1\.$"):
         harmonic_labels(w, [-1] * 5, 2)
