@@ -106,6 +106,7 @@ def render(renderer, paths):
     """The Markdown of ``paths`` (records) by ``renderer``: each script's own
     table reader (``saddle.py table``, ``semisup.py table``, ...)."""
     import distributed
+    import preset
     import saddle
     import selection
     import semisup
@@ -114,6 +115,7 @@ def render(renderer, paths):
     one = argparse.Namespace
     per_record = {
         "semisup": lambda p: _printed(semisup.cmd_table, one(record=p)),
+        "preset": lambda p: _printed(preset.cmd_table, one(record=p)),
         "distributed": lambda p: _printed(distributed.table, one(record=p)),
         "vc": lambda p: _printed(vc_check.table, p),
         "select": lambda p: _printed(selection.table, one(records=[p])),
