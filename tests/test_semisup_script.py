@@ -57,10 +57,11 @@ def test_rayleigh_is_the_cut_cost_of_a_split():
     assert np.isclose(rayleigh(w, np.arange(8) % 2 == 0), f @ lap @ f / 8)
 
 
-def test_harmonic_reference_uses_the_sampled_graph_and_the_grid_labels(tmp_path):
+def test_harmonic_reference_uses_the_sampled_graph_and_the_grid_labels(tmp_path, capsys):
     import json
 
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import semisup
     from semisup import harmonic_acc, partial_labels, sampled_graph
 
     from spectralnet_tf.metrics import acc
@@ -79,14 +80,13 @@ def test_harmonic_reference_uses_the_sampled_graph_and_the_grid_labels(tmp_path)
     grid = tmp_path / "grid.json"
     trial = {"n": 400, "outer_radius": 1.5, "noise": 0.11, "seed": 0, "fraction": 0.02, "acc": 0.5}
     grid.write_text(json.dumps({"trials": [trial, {**trial, "fraction": 0.0}]}))
-    subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "harmonic",
-                    str(grid), "--tag", "t", "--results", str(tmp_path)], check=True,
-                   capture_output=True)
+    semisup.main(["harmonic", str(grid), "--tag", "t", "--results", str(tmp_path)])
     (path,) = tmp_path.glob("*issue17-t.json")
     record = json.loads(path.read_text())
     assert record["kind"] == "harmonic" and len(record["trials"]) == 1
     assert record["trials"][0]["harmonic_acc"] == expected and record["trials"][0]["acc"] == 0.5
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
-                          str(path)], capture_output=True, text=True, check=True).stdout
+    capsys.readouterr()
+    semisup.main(["table", str(path)])
+    out = capsys.readouterr().out
     assert (f"| 400 | 1.5 | 0.11 | 0.02 | 0 | 0.500 | 0.5000 | {expected:.3f} | {expected:.4f} "
             f"| 0 / {int(expected >= 0.95)} |") in out
