@@ -241,6 +241,22 @@ def cmd_cause(args):
     save_record("cause", args.tag or "cause", args, trials, {})
 
 
+def labeled_grid_trials(paths):
+    """Each labeled trial of the grid records at ``paths``, with its data and
+    labels made again from the seed: (trial, x, y, partial labels)."""
+    from spectralnet_tf.datasets import rings
+
+    for path in paths:
+        with open(path) as f:
+            record = json.load(f)
+        for t in record["trials"]:
+            if t["fraction"]:
+                x, y = rings(t["n"], noise=t["noise"], seed=t["seed"],
+                             radii=(1.0, t["outer_radius"]))
+                y = y.astype(np.int64)
+                yield t, x, y, partial_labels(y, t["fraction"], t["seed"])
+
+
 def cmd_arcs(args):
     """Where the labels fall: per trial of the grid records given, the labeled
     points on each ring, the widest arc of each ring without one (degrees,
@@ -249,32 +265,25 @@ def cmd_arcs(args):
     (``partial_labels``); nothing here is fitted."""
     from scipy.stats import spearmanr
 
-    from spectralnet_tf.datasets import rings, rings_bayes_rule
+    from spectralnet_tf.datasets import rings_bayes_rule
 
     trials = []
-    for path in args.records:
-        with open(path) as f:
-            record = json.load(f)
-        for t in record["trials"]:
-            if not t["fraction"]:
-                continue
-            x, y = rings(t["n"], noise=t["noise"], seed=t["seed"], radii=(1.0, t["outer_radius"]))
-            known = partial_labels(y.astype(np.int64), t["fraction"], t["seed"])
-            out = {key: t[key] for key in ("n", "outer_radius", "noise", "seed")}
-            for ring, name in ((0, "inner"), (1, "outer")):
-                angle = np.sort(np.degrees(np.arctan2(x[known == ring, 1], x[known == ring, 0])))
-                out[f"{name}_labeled"] = int(angle.size)
-                out[f"{name}_widest_unlabeled_arc"] = (
-                    round(float(np.diff(np.r_[angle, angle[0] + 360.0]).max()), 1)
-                    if angle.size else 360.0)
-            # Labeled points on the other ring's side of the Bayes rule: their
-            # true labels pull the cut across the gap.
-            lab = known >= 0
-            radii = (1.0, t["outer_radius"])
-            out["labeled_across_bayes"] = int(
-                (rings_bayes_rule(x[lab], t["noise"], radii) != known[lab]).sum())
-            out["acc"] = t["acc"]
-            trials.append(out)
+    for t, x, _, known in labeled_grid_trials(args.records):
+        out = {key: t[key] for key in ("n", "outer_radius", "noise", "seed")}
+        for ring, name in ((0, "inner"), (1, "outer")):
+            angle = np.sort(np.degrees(np.arctan2(x[known == ring, 1], x[known == ring, 0])))
+            out[f"{name}_labeled"] = int(angle.size)
+            out[f"{name}_widest_unlabeled_arc"] = (
+                round(float(np.diff(np.r_[angle, angle[0] + 360.0]).max()), 1)
+                if angle.size else 360.0)
+        # Labeled points on the other ring's side of the Bayes rule: their
+        # true labels pull the cut across the gap.
+        lab = known >= 0
+        radii = (1.0, t["outer_radius"])
+        out["labeled_across_bayes"] = int(
+            (rings_bayes_rule(x[lab], t["noise"], radii) != known[lab]).sum())
+        out["acc"] = t["acc"]
+        trials.append(out)
     widest = [max(t["inner_widest_unlabeled_arc"], t["outer_widest_unlabeled_arc"]) for t in trials]
     rho = spearmanr(widest, [t["acc"] for t in trials])
     save_record("arcs", args.tag or "arcs", args, trials,
@@ -289,22 +298,12 @@ def cmd_harmonic(args):
     of the graph SpectralNet's minibatches sample, with the trial's labels.
     Where it fails too, the graph with these labels does not hold the
     rings apart, whatever trains on it."""
-    from spectralnet_tf.datasets import rings
-
     trials = []
-    for path in args.records:
-        with open(path) as f:
-            record = json.load(f)
-        for t in record["trials"]:
-            if not t["fraction"]:
-                continue
-            x, y = rings(t["n"], noise=t["noise"], seed=t["seed"], radii=(1.0, t["outer_radius"]))
-            y = y.astype(np.int64)
-            known = partial_labels(y, t["fraction"], t["seed"])
-            out = {key: t[key] for key in ("n", "outer_radius", "noise", "fraction", "seed", "acc")}
-            out["harmonic_acc"] = harmonic_acc(x, y, known, t["seed"])
-            trials.append(out)
-            print(json.dumps(out), flush=True)
+    for t, x, y, known in labeled_grid_trials(args.records):
+        out = {key: t[key] for key in ("n", "outer_radius", "noise", "fraction", "seed", "acc")}
+        out["harmonic_acc"] = harmonic_acc(x, y, known, t["seed"])
+        trials.append(out)
+        print(json.dumps(out), flush=True)
     save_record("harmonic", args.tag or "harmonic", args, trials,
                 {"records": [os.path.basename(p) for p in args.records]})
 
