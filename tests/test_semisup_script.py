@@ -62,7 +62,7 @@ def test_harmonic_reference_uses_the_sampled_graph_and_the_grid_labels(tmp_path,
 
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     import semisup
-    from semisup import harmonic_acc, partial_labels, sampled_graph
+    from semisup import harmonic_acc, partial_labels, sampled_graph, supervised_acc
 
     from spectralnet_tf.metrics import acc
     from spectralnet_tf.spectral import harmonic_labels
@@ -85,8 +85,27 @@ def test_harmonic_reference_uses_the_sampled_graph_and_the_grid_labels(tmp_path,
     record = json.loads(path.read_text())
     assert record["kind"] == "harmonic" and len(record["trials"]) == 1
     assert record["trials"][0]["harmonic_acc"] == expected and record["trials"][0]["acc"] == 0.5
+    svm = supervised_acc(x, y, known)
+    assert record["trials"][0]["supervised_acc"] == svm
     capsys.readouterr()
     semisup.main(["table", str(path)])
     out = capsys.readouterr().out
     assert (f"| 400 | 1.5 | 0.11 | 0.02 | 0 | 0.500 | 0.5000 | {expected:.3f} | {expected:.4f} "
-            f"| 0 / {int(expected >= 0.95)} |") in out
+            f"| {svm:.3f} | {svm:.4f} | 0 / {int(expected >= 0.95)} / {int(svm >= 0.95)} |") in out
+
+
+def test_supervised_reference_learns_from_the_labeled_points_alone():
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    from semisup import partial_labels, supervised_acc
+
+    x, y = rings(1000, noise=0.02, seed=0, radii=(1.0, 1.5))
+    y = y.astype(np.int64)
+    # Thin rings: 5% labels cover both circles and place the boundary between
+    # them; 2% (about 20 points) leave arcs without one, where it wanders.
+    assert supervised_acc(x, y, partial_labels(y, 0.05, 0)) == 1.0
+    known = partial_labels(y, 0.02, 0)
+    assert supervised_acc(x, y, known) < 0.95
+    # One labeled point of a class: no folds to choose C with, so C = 1.
+    few = np.full_like(known, -1)
+    few[[np.flatnonzero(y == 0)[0], *np.flatnonzero(y == 1)[:3]]] = [0, 1, 1, 1]
+    assert 0.5 <= supervised_acc(x, y, few) <= 1.0
