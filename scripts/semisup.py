@@ -6,6 +6,7 @@
     python scripts/semisup.py ablate              # each part's contribution, on development seeds
     python scripts/semisup.py cause               # exact spectral clustering with every labeled pair
     python scripts/semisup.py harmonic RECORD.json  # the exact semi-supervised reference per trial
+    python scripts/semisup.py harmonic --n 3000 --seeds 100 101   # ... on data of its own, no net
     python scripts/semisup.py mnist --fractions 0.02 0.01 0.001   # run.py --dset mnist with labels
     python scripts/semisup.py table RECORD.json   # the Markdown table of a record
     python scripts/semisup.py plot RECORD.json --out PNG
@@ -311,16 +312,38 @@ def cmd_arcs(args):
                  "spearman_p": float(f"{rho.pvalue:.3g}")})
 
 
+def setting_trials(sizes, settings, seeds, fraction):
+    """Like ``labeled_grid_trials``, for data not in a grid record (no ACC)."""
+    from spectralnet_tf.datasets import rings
+
+    for n in sizes:
+        for r2, noise in settings:
+            for seed in seeds:
+                x, y = rings(n, noise=noise, seed=seed, radii=(1.0, r2))
+                y = y.astype(np.int64)
+                t = {"n": n, "outer_radius": r2, "noise": noise, "fraction": fraction, "seed": seed}
+                yield t, x, y, partial_labels(y, fraction, seed)
+
+
 def cmd_harmonic(args):
     """The exact semi-supervised reference beside each labeled trial of the
     grid records given: the harmonic function (``spectral.harmonic_labels``)
     of the graph SpectralNet's minibatches sample, with the trial's labels.
     Where it fails too, the graph with these labels does not hold the
     rings apart, whatever trains on it. Beside it, a classifier of the
-    labeled points alone (``supervised_acc``)."""
+    labeled points alone (``supervised_acc``). Without records, the same on
+    ``--n`` x ``--settings`` x ``--seeds`` (development seeds: nothing is
+    trained, so no SpectralNet ACC)."""
+    if args.records:
+        source = labeled_grid_trials(args.records)
+    elif args.fraction > 0:
+        source = setting_trials(args.n, args.settings, args.seeds, args.fraction)
+    else:
+        sys.exit("semisup.py harmonic: --fraction must be > 0, got --fraction=0.")
     trials = []
-    for t, x, y, known in labeled_grid_trials(args.records):
-        out = {key: t[key] for key in ("n", "outer_radius", "noise", "fraction", "seed", "acc")}
+    for t, x, y, known in source:
+        out = {key: t[key] for key in ("n", "outer_radius", "noise", "fraction", "seed", "acc")
+               if key in t}
         out["harmonic_acc"] = harmonic_acc(x, y, known, t["seed"])
         out["supervised_acc"] = supervised_acc(x, y, known)
         trials.append(out)
@@ -490,9 +513,15 @@ def main(argv=None):
     for name, about in (("arcs", "labeled points and unlabeled arcs per grid trial"),
                         ("harmonic", "the exact semi-supervised reference per grid trial")):
         q = sub.add_parser(name, help=about)
-        q.add_argument("records", nargs="+", help="grid records")
+        q.add_argument("records", nargs="+" if name == "arcs" else "*", help="grid records")
         q.add_argument("--tag", default=None)
         q.add_argument("--results", default=os.path.join(ROOT, "benchmarks", "results"))
+        if name == "harmonic":  # without records: data of its own
+            q.add_argument("--n", type=int, nargs="+", default=[3000])
+            q.add_argument("--settings", type=_setting, nargs="+",
+                           default=[(1.5, 0.10), (1.5, 0.11)], help="OUTER_RADIUS/NOISE pairs")
+            q.add_argument("--seeds", type=int, nargs="+", default=DEV_SEEDS)
+            q.add_argument("--fraction", type=float, default=0.02, help="labeled fraction")
     q = sub.add_parser("mnist")
     q.add_argument("--fractions", type=float, nargs="+", default=[0.0, 0.001, 0.01, 0.02],
                    help="labeled fractions (0: the unsupervised run)")

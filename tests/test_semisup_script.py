@@ -92,6 +92,17 @@ def test_harmonic_reference_uses_the_sampled_graph_and_the_grid_labels(tmp_path,
     out = capsys.readouterr().out
     assert (f"| 400 | 1.5 | 0.11 | 0.02 | 0 | 0.500 | 0.5000 | {expected:.3f} | {expected:.4f} "
             f"| {svm:.3f} | {svm:.4f} | 0 / {int(expected >= 0.95)} / {int(svm >= 0.95)} |") in out
+    # Without records: the same data and labels from the setting and seed,
+    # the same references, and no SpectralNet column (nothing is trained).
+    semisup.main(["harmonic", "--n", "400", "--settings", "1.5/0.11", "--seeds", "0",
+                  "--tag", "u", "--results", str(tmp_path)])
+    (path,) = tmp_path.glob("*issue17-u.json")
+    fresh = json.loads(path.read_text())["trials"]
+    assert fresh == [{k: v for k, v in record["trials"][0].items() if k != "acc"}]
+    capsys.readouterr()
+    semisup.main(["table", str(path)])
+    assert (f"| 400 | 1.5 | 0.11 | 0.02 | 0 | {expected:.3f} | {expected:.4f} | {svm:.3f} "
+            f"| {svm:.4f} | {int(expected >= 0.95)} / {int(svm >= 0.95)} |") in capsys.readouterr().out
 
 
 def test_supervised_reference_learns_from_the_labeled_points_alone():
