@@ -80,7 +80,10 @@ def run_one(row, config, seed, runs, resume):
         with open(log, "a") as f:
             print(json.dumps({"run": out, "resumed": bool(started),
                               "commit": machine_and_commit()[1]}), file=f)
-        subprocess.run(cmd, check=True)
+        code = subprocess.run(cmd).returncode
+        if code:  # its own error is above; what is done so far stays
+            raise RunsError(f"{out}: run.py exited with status {code}; "
+                            "rerun with --resume to go on.")
     with open(done) as f:
         r = json.load(f)
     with open(log) as f:
@@ -101,7 +104,10 @@ def cmd_run(args):
     except RunsError as err:
         sys.exit(f"preset.py: {err}")
     rate = matmul_rate()
-    trials = [run_one(*job, args.runs, args.resume) for job in jobs]
+    try:
+        trials = [run_one(*job, args.runs, args.resume) for job in jobs]
+    except RunsError as err:
+        sys.exit(f"preset.py: {err}")
     for t in trials:
         print(json.dumps(t), flush=True)
     save_record(args.tag or "preset", {"kind": "preset", "matmul_gflops": round(rate, 1),

@@ -54,3 +54,23 @@ def test_table_puts_the_paper_figures_beside_each_row(tmp_path, capsys):
     out = capsys.readouterr().out
     assert ("| code-siamese | paper | 0 1 | 0.9700 0.9500 | 0.960 ± 0.010 | 0.900 ± 0.000 "
             "| 0.971 ± 0.001 | 0.924 ± 0.001 | 50 50 | 60 60 |") in out
+
+
+def test_a_failed_run_stops_the_command_in_one_line(tmp_path, monkeypatch, capsys):
+    # run.py has printed its own error; preset.py names the run and how to go on.
+    monkeypatch.setattr(preset, "matmul_rate", lambda: 100.0)
+    real = subprocess.run  # git, for the commit, still runs
+
+    def fake(cmd, **kwargs):
+        if cmd[1].endswith("run.py"):
+            return subprocess.CompletedProcess(cmd, 2)
+        return real(cmd, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", fake)
+    with pytest.raises(SystemExit) as exit_:
+        preset.main(["run", "--rows", "code-euclidean", "--configs", "ours", "--seeds", "0",
+                     "--runs", str(tmp_path), "--results", str(tmp_path / "res")])
+    assert exit_.value.code == (
+        f"preset.py: {tmp_path}/ours-code-euclidean-s0: run.py exited with status 2; "
+        "rerun with --resume to go on.")
+    assert not (tmp_path / "res").exists()  # no record of unfinished runs
