@@ -79,7 +79,7 @@ def run_one(row, config, seed, runs, resume):
         os.makedirs(runs, exist_ok=True)
         with open(log, "a") as f:
             print(json.dumps({"run": out, "resumed": bool(started),
-                              "commit": machine_and_commit()[1]}), file=f)
+                              "commit": machine_and_commit(now=True)[1]}), file=f)
         code = subprocess.run(cmd).returncode
         if code:  # its own error is above; what is done so far stays
             raise RunsError(f"{out}: run.py exited with status {code}; "
@@ -141,6 +141,7 @@ def cmd_table(args):
 
 
 def main(argv=None):
+    machine_and_commit()  # the tree this run starts from names its records
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     q = sub.add_parser("run")

@@ -492,6 +492,9 @@ def _setting(text):
 
 
 def main(argv=None):
+    from distributed import machine_and_commit
+
+    machine_and_commit()  # the tree this run starts from names its records
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     for name in ("grid", "ablate", "cause"):

@@ -97,3 +97,19 @@ def test_the_machine_line_names_the_vector_units(bench):
     assert bench.vector_isa({"fma", "avx2", "avx512f", "avx512_bf16"}) == " (AVX-512, BF16)"
     assert bench.vector_isa({"fma", "avx2"}) == " (AVX2)"
     assert bench.vector_isa({"sse4_2"}) == ""
+
+
+def test_a_record_names_the_tree_its_process_started_from(tmp_path, monkeypatch):
+    # A long run's record is written at its end, when the tree may have moved on.
+    monkeypatch.syspath_prepend(SCRIPTS)
+    import distributed
+    import semisup
+
+    trees = iter(["aaa1111", "bbb2222", "ccc3333"])
+    monkeypatch.setattr(semisup, "commit", lambda: next(trees))
+    monkeypatch.setattr(distributed, "_AT_START", [])
+    assert distributed.machine_and_commit()[1] == "aaa1111"  # the start of main
+    assert distributed.machine_and_commit(now=True)[1] == "bbb2222"  # preset.py: a new run.py
+    path = distributed.save_record("t", {"kind": "rows"}, issue="issue0", folder=str(tmp_path))
+    with open(path) as f:
+        assert json.load(f)["commit"] == "aaa1111"
