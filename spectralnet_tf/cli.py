@@ -39,9 +39,9 @@ from .centroids import kmeans_labels  # noqa: E402
 from .configs import config_for  # noqa: E402
 from .datasets import DATA_DIR_ENV, DATASETS, MNIST_N_TRAIN, load_dataset  # noqa: E402
 from .estimator import SpectralNet  # noqa: E402
-from .infimnist import InfiMNIST  # noqa: E402
+from .infimnist import N_ORIGINAL, InfiMNIST  # noqa: E402
 from .losses import LAPLACIANS  # noqa: E402
-from .metrics import acc, grassmann, nmi  # noqa: E402
+from .metrics import acc, grassmann, matched, nmi  # noqa: E402
 from .networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS  # noqa: E402
 from .resources import pretrained_path, sha256  # noqa: E402
 from .spectral import DENSE_MAX_N, EigensolverTimeout, spectral_clustering  # noqa: E402
@@ -556,6 +556,13 @@ def run(job, out, resume=False, write=True):
     km_labels = kmeans_labels(z, k, args.seed)
     results.update(kmeans_acc=acc(y, km_labels), kmeans_nmi=nmi(y, km_labels))
     phase("kmeans", t)
+    if args.dset == "infimnist" and len(y) > N_ORIGINAL:
+        # MNIST's own digits and the deformed ones, under the matching of all.
+        right = {key: matched(y, pred) == y for key, pred in (("acc", net.labels_),
+                                                              ("kmeans_acc", km_labels))}
+        results["by_part"] = {part: {key: float(r[rows].mean()) for key, r in right.items()}
+                              for part, rows in (("original", slice(0, N_ORIGINAL)),
+                                                 ("deformed", slice(N_ORIGINAL, None)))}
 
     if write and not args.no_plots:
         t = time.perf_counter()

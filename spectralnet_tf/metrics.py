@@ -2,7 +2,8 @@
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from sklearn.metrics import confusion_matrix, normalized_mutual_info_score
+from sklearn.metrics import normalized_mutual_info_score
+from sklearn.metrics.cluster import contingency_matrix
 
 
 def acc(labels_true, labels_pred):
@@ -12,6 +13,29 @@ def acc(labels_true, labels_pred):
     >>> acc([0, 0, 1, 1], [1, 1, 0, 0])
     1.0
     """
+    counts, rows, cols, _ = _matching(labels_true, labels_pred)
+    return float(counts[rows, cols].sum() / counts.sum())
+
+
+def matched(labels_true, labels_pred):
+    """``labels_pred`` renamed by acc's matching: each cluster takes the label
+    it is matched to; a cluster left unmatched (more clusters than labels)
+    takes -1. A subset's share of correct points under the matching of all
+    points is then ``mean(matched(t, p)[s] == t[s])``.
+
+    >>> matched([0, 0, 1, 1, 1], [5, 5, 7, 7, 5]).tolist()
+    [0, 0, 1, 1, 0]
+    """
+    counts, rows, cols, (names_true, _) = _matching(labels_true, labels_pred)
+    rename = np.full(counts.shape[1], -1, dtype=np.int64)  # by cluster, in sorted order
+    rename[cols] = names_true[rows]
+    return rename[np.unique(np.asarray(labels_pred), return_inverse=True)[1].ravel()]
+
+
+def _matching(labels_true, labels_pred):
+    """The contingency counts (rows: label values, columns: cluster values,
+    both sorted) with those values, and the Kuhn-Munkres matching of rows
+    to columns."""
     labels_true = np.asarray(labels_true)
     labels_pred = np.asarray(labels_pred)
     if labels_true.shape != labels_pred.shape:
@@ -19,9 +43,9 @@ def acc(labels_true, labels_pred):
             "labels_true and labels_pred must have the same shape, got "
             f"{labels_true.shape} and {labels_pred.shape}."
         )
-    counts = confusion_matrix(labels_true, labels_pred)
+    counts = contingency_matrix(labels_true, labels_pred)
     rows, cols = linear_sum_assignment(counts, maximize=True)
-    return float(counts[rows, cols].sum() / len(labels_true))
+    return counts, rows, cols, (np.unique(labels_true), np.unique(labels_pred))
 
 
 def nmi(labels_true, labels_pred):

@@ -142,6 +142,11 @@ def test_run_py_trains_on_infimnist_codes_and_scores_fresh_digits(tmp_path):
     assert results["autoencoder"]["file"] == cli.AE_INFIMNIST
     # Codes of the pretrained autoencoder: well above chance even after 10 steps.
     assert results["acc"] > 0.5 and results["test_acc"] > 0.5
+    # ACC on MNIST's own 70,000 and the 1,000 deformed digits, under one matching:
+    # their weighted mean is the ACC of all.
+    for key in ("acc", "kmeans_acc"):
+        parts = results["by_part"]["original"][key], results["by_part"]["deformed"][key]
+        assert (70000 * parts[0] + 1000 * parts[1]) / 71000 == pytest.approx(results[key], abs=1e-12)
 
 
 @needs_mnist

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from spectralnet_tf.metrics import acc, grassmann, nmi
+from spectralnet_tf.metrics import acc, grassmann, matched, nmi
 
 
 def test_acc_is_invariant_under_label_permutation():
@@ -38,3 +38,16 @@ def test_grassmann_ignores_basis_and_counts_orthogonal_directions():
 def test_mismatched_shapes_are_reported():
     with pytest.raises(ValueError, match="same shape"):
         acc([0, 1], [0, 1, 1])
+
+
+def test_matched_renames_clusters_so_that_acc_can_be_read_on_a_subset():
+    rng = np.random.default_rng(0)
+    true = rng.integers(0, 4, size=500)
+    pred = np.where(rng.uniform(size=500) < 0.8, (true + 1) % 4, rng.integers(0, 4, size=500))
+    m = matched(true, pred)
+    assert np.mean(m == true) == pytest.approx(acc(true, pred))
+    part = np.arange(500) < 200  # the matching of all points, read on a part
+    assert np.mean(m[part] == true[part]) <= acc(true[part], pred[part])
+    # More clusters than labels: the unmatched cluster counts as wrong.
+    assert matched([0, 0, 1, 1], [0, 0, 1, 2]).tolist() == [0, 0, 1, -1]
+    assert acc([0, 0, 1, 1], [0, 0, 1, 2]) == 0.75
