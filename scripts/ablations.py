@@ -105,6 +105,9 @@ def ablate_codes(command, files):
 
 
 def main(argv=None):
+    from distributed import note_start
+
+    note_start()  # the tree this run starts from names its records
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -618,9 +618,9 @@ def scale_table(paths):
 
 
 def main(argv=None):
-    from distributed import machine_and_commit
+    from distributed import note_start
 
-    machine_and_commit()  # the tree this run starts from names its records
+    note_start()  # the tree this run starts from names its records
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)

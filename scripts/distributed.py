@@ -41,22 +41,31 @@ DIMS = (10, 1024, 1024, 512, 10)
 _AT_START = []
 
 
-def machine_and_commit(now=False):
-    """(machine, commit) of the code this process runs. The first call, at
-    the start of each script's ``main``, is kept: a record written at the end
-    of a long run names the tree the run started from, not what the tree
-    holds by then. ``now=True`` asks the tree again (preset.py: each run.py
-    it starts imports the tree of that moment)."""
-    if now or not _AT_START:
-        sys.path.insert(0, HERE)
-        from bench import machine
-        from semisup import commit
+def note_start():
+    """Keep the tree's commit as it is now, at the start of a script's main:
+    a record written at the end of a long run then names the tree the run
+    started from, not what the tree holds by then."""
+    if not _AT_START:
+        _AT_START.append(_commit())
 
-        found = machine(), commit()
-        if now:
-            return found
-        _AT_START.append(found)
-    return _AT_START[0]
+
+def _commit():
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    from semisup import commit
+
+    return commit()
+
+
+def machine_and_commit(now=False):
+    """(machine, commit): the commit kept by ``note_start`` (the tree now if
+    none was kept); ``now=True`` asks the tree again (preset.py: each run.py
+    it starts imports the tree of that moment)."""
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    from bench import machine
+
+    return machine(), (_commit() if now or not _AT_START else _AT_START[0])
 
 
 def save_record(tag, extra, issue="issue15", folder=None):
@@ -408,7 +417,7 @@ def scaling(args):
 
 
 def main(argv=None):
-    machine_and_commit()  # the tree this run starts from names its records
+    note_start()  # the tree this run starts from names its records
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     o = sub.add_parser("overhead", help="per-iteration time and bytes: 1/2/4 devices, 2 workers")

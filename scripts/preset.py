@@ -31,7 +31,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 from bench import matmul_rate, record_heading  # noqa: E402
-from distributed import machine_and_commit, save_record  # noqa: E402
+from distributed import machine_and_commit, note_start, save_record  # noqa: E402
 
 #: Table 1's MNIST rows: run.py flags, and the paper's ACC and NMI (mean, +-).
 ROWS = {
@@ -49,7 +49,7 @@ CONFIGS = {"ours": [], "paper": ["--preset", "paper"]}
 
 
 class RunsError(Exception):
-    """A run directory in a state the flags do not allow."""
+    """A run directory in a state the flags do not allow, or a run that failed."""
 
 
 def run_dir(runs, row, config, seed, resume):
@@ -98,13 +98,10 @@ def run_one(row, config, seed, runs, resume):
 def cmd_run(args):
     jobs = [(row, config, seed) for row in args.rows for config in args.configs
             for seed in args.seeds]
-    try:  # every directory checked before any work
-        for job in jobs:
-            run_dir(args.runs, *job, args.resume)
-    except RunsError as err:
-        sys.exit(f"preset.py: {err}")
-    rate = matmul_rate()
     try:
+        for job in jobs:  # every directory checked before any work
+            run_dir(args.runs, *job, args.resume)
+        rate = matmul_rate()
         trials = [run_one(*job, args.runs, args.resume) for job in jobs]
     except RunsError as err:
         sys.exit(f"preset.py: {err}")
@@ -141,7 +138,7 @@ def cmd_table(args):
 
 
 def main(argv=None):
-    machine_and_commit()  # the tree this run starts from names its records
+    note_start()  # the tree this run starts from names its records
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     q = sub.add_parser("run")

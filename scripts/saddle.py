@@ -364,11 +364,11 @@ def _span(v):
 
 
 def main(argv=None):
-    from distributed import machine_and_commit
+    from distributed import note_start
 
     from spectralnet_tf.train import INITS
 
-    machine_and_commit()  # the tree this run starts from names its records
+    note_start()  # the tree this run starts from names its records
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)

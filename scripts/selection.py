@@ -217,9 +217,9 @@ def table(args):
 
 
 def main(argv=None):
-    from distributed import machine_and_commit
+    from distributed import note_start
 
-    machine_and_commit()  # the tree this run starts from names its records
+    note_start()  # the tree this run starts from names its records
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)

@@ -81,34 +81,45 @@ def harmonic_acc(x, y, known, seed):
 
 
 def supervised_acc(x, y, known):
-    """ACC of a classifier that sees the labeled points alone, no graph: an
-    RBF support vector machine, C chosen by 5-fold cross-validation on those
-    points (their labels are the only ones a user has; C = 1 if a class has
-    fewer than two). Where it fails too, the labels themselves are too few to
-    place the boundary."""
+    """ACC (matched, as for the clusterings) of a classifier that sees the
+    labeled points alone, no graph: an RBF support vector machine, C chosen
+    by up to 5-fold cross-validation on those points (their labels are the
+    only ones a user has; C = 1 if a class has fewer than two). Where it
+    fails too, the labels themselves are too few to place the boundary."""
     from sklearn.model_selection import GridSearchCV, StratifiedKFold
     from sklearn.svm import SVC
 
     from spectralnet_tf.metrics import acc
 
     lab = known >= 0
-    n_folds = min(5, np.bincount(known[lab]).min())
+    classes, counts = np.unique(known[lab], return_counts=True)
+    if classes.size < 2:
+        raise ValueError(f"the labeled points must hold two classes or more, got "
+                         f"{classes.tolist()} ({int(lab.sum())} labeled points).")
+    n_folds = min(5, counts.min())
     model = SVC() if n_folds < 2 else GridSearchCV(
         SVC(), {"C": [0.1, 1.0, 10.0, 100.0, 1000.0]},
         cv=StratifiedKFold(n_folds, shuffle=True, random_state=0))
     return round(acc(y, model.fit(x[lab], known[lab]).predict(x)), 4)
 
 
+def rings_and_labels(n, r2, noise, seed, fraction):
+    """The two rings of a setting and seed, their labels, and the partial
+    labels of ``fraction`` (the same in every command)."""
+    from spectralnet_tf.datasets import rings
+
+    x, y = rings(n, noise=noise, seed=seed, radii=(1.0, r2))
+    y = y.astype(np.int64)
+    return x, y, partial_labels(y, fraction, seed)
+
+
 def trial(n, r2, noise, seed, fraction, params):
     from sklearn.semi_supervised import LabelSpreading
 
     from spectralnet_tf import SpectralNet
-    from spectralnet_tf.datasets import rings
     from spectralnet_tf.metrics import acc
 
-    x, y = rings(n, noise=noise, seed=seed, radii=(1.0, r2))
-    y = y.astype(np.int64)
-    known = partial_labels(y, fraction, seed)
+    x, y, known = rings_and_labels(n, r2, noise, seed, fraction)
     start = time.perf_counter()
     net = SpectralNet(2, random_state=seed, **params)
     net.fit(x, partial_labels=known if fraction > 0 else None)
@@ -224,7 +235,6 @@ def cmd_cause(args):
     import tensorflow as tf
 
     from spectralnet_tf.affinity import apply_labels
-    from spectralnet_tf.datasets import rings
     from spectralnet_tf.metrics import acc
     from spectralnet_tf.spectral import cluster_graph
 
@@ -232,9 +242,8 @@ def cmd_cause(args):
     for n in args.n:
         for r2, noise in args.settings:
             for seed in args.seeds:
-                x, y = rings(n, noise=noise, seed=seed, radii=(1.0, r2))
-                x, y = x.astype(np.float32), y.astype(np.int64)
-                known = partial_labels(y, args.fraction, seed)
+                x, y, known = rings_and_labels(n, r2, noise, seed, args.fraction)
+                x = x.astype(np.float32)
                 w, aff, m = sampled_graph(x, seed)
                 w = w.toarray().astype(np.float32)
                 out = {"n": n, "outer_radius": r2, "noise": noise, "seed": seed,
@@ -264,17 +273,13 @@ def cmd_cause(args):
 def labeled_grid_trials(paths):
     """Each labeled trial of the grid records at ``paths``, with its data and
     labels made again from the seed: (trial, x, y, partial labels)."""
-    from spectralnet_tf.datasets import rings
-
     for path in paths:
         with open(path) as f:
             record = json.load(f)
         for t in record["trials"]:
             if t["fraction"]:
-                x, y = rings(t["n"], noise=t["noise"], seed=t["seed"],
-                             radii=(1.0, t["outer_radius"]))
-                y = y.astype(np.int64)
-                yield t, x, y, partial_labels(y, t["fraction"], t["seed"])
+                yield (t, *rings_and_labels(t["n"], t["outer_radius"], t["noise"], t["seed"],
+                                            t["fraction"]))
 
 
 def cmd_arcs(args):
@@ -314,15 +319,11 @@ def cmd_arcs(args):
 
 def setting_trials(sizes, settings, seeds, fraction):
     """Like ``labeled_grid_trials``, for data not in a grid record (no ACC)."""
-    from spectralnet_tf.datasets import rings
-
     for n in sizes:
         for r2, noise in settings:
             for seed in seeds:
-                x, y = rings(n, noise=noise, seed=seed, radii=(1.0, r2))
-                y = y.astype(np.int64)
                 t = {"n": n, "outer_radius": r2, "noise": noise, "fraction": fraction, "seed": seed}
-                yield t, x, y, partial_labels(y, fraction, seed)
+                yield (t, *rings_and_labels(n, r2, noise, seed, fraction))
 
 
 def cmd_harmonic(args):
@@ -336,16 +337,19 @@ def cmd_harmonic(args):
     trained, so no SpectralNet ACC)."""
     if args.records:
         source = labeled_grid_trials(args.records)
-    elif args.fraction > 0:
+    elif 0 < args.fraction <= 1:
         source = setting_trials(args.n, args.settings, args.seeds, args.fraction)
     else:
-        sys.exit("semisup.py harmonic: --fraction must be > 0, got --fraction=0.")
+        sys.exit(f"semisup.py harmonic: --fraction must be in (0, 1], got --fraction={args.fraction}.")
     trials = []
     for t, x, y, known in source:
         out = {key: t[key] for key in ("n", "outer_radius", "noise", "fraction", "seed", "acc")
                if key in t}
-        out["harmonic_acc"] = harmonic_acc(x, y, known, t["seed"])
-        out["supervised_acc"] = supervised_acc(x, y, known)
+        try:
+            out["harmonic_acc"] = harmonic_acc(x, y, known, t["seed"])
+            out["supervised_acc"] = supervised_acc(x, y, known)
+        except ValueError as err:  # too few labels for a reference
+            sys.exit(f"semisup.py harmonic: n={t['n']}, seed {t['seed']}: {err}")
         trials.append(out)
         print(json.dumps(out), flush=True)
     save_record("harmonic", args.tag or "harmonic", args, trials,
@@ -355,7 +359,10 @@ def cmd_harmonic(args):
 def cmd_mnist(args):
     """The main job (``run.py --dset mnist``) with each labeled fraction, one
     run at a time in a subprocess with TensorFlow's default threads; each run
-    keeps its directory (results.json, checkpoints) under ``--runs``."""
+    keeps its directory (results.json, checkpoints) under ``--runs``, and its
+    trial the commit it started at."""
+    from distributed import machine_and_commit
+
     rate = matmul_rate()
     trials = []
     for fraction in args.fractions:
@@ -364,10 +371,13 @@ def cmd_mnist(args):
                str(args.seed), "--quiet", "--no-plots", "--out", out]
         if fraction > 0:
             cmd += ["--labeled-fraction", str(fraction)]
-        subprocess.run(cmd, check=True)
+        started = machine_and_commit(now=True)[1]  # the tree this run.py imports
+        code = subprocess.run(cmd).returncode
+        if code:  # its own error is above
+            sys.exit(f"semisup.py mnist: run.py exited with status {code} ({out}).")
         with open(os.path.join(out, "results.json")) as f:
             r = json.load(f)
-        trials.append({"fraction": fraction, "labeled": r.get("labeled", 0),
+        trials.append({"fraction": fraction, "commit": started, "labeled": r.get("labeled", 0),
                        **{k: round(r[k], 4) for k in ("acc", "nmi", "kmeans_acc", "kmeans_nmi")},
                        "epochs": r["epochs"], "seconds": r["seconds"],
                        "peak_rss_gib": r["peak_rss_gib"], "run": out})
@@ -492,9 +502,9 @@ def _setting(text):
 
 
 def main(argv=None):
-    from distributed import machine_and_commit
+    from distributed import note_start
 
-    machine_and_commit()  # the tree this run starts from names its records
+    note_start()  # the tree this run starts from names its records
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     for name in ("grid", "ablate", "cause"):
@@ -525,6 +535,7 @@ def main(argv=None):
                            default=[(1.5, 0.10), (1.5, 0.11)], help="OUTER_RADIUS/NOISE pairs")
             q.add_argument("--seeds", type=int, nargs="+", default=DEV_SEEDS)
             q.add_argument("--fraction", type=float, default=0.02, help="labeled fraction")
+            q.epilog = "--n, --settings, --seeds and --fraction apply without records only."
     q = sub.add_parser("mnist")
     q.add_argument("--fractions", type=float, nargs="+", default=[0.0, 0.001, 0.01, 0.02],
                    help="labeled fractions (0: the unsupervised run)")

@@ -49,9 +49,9 @@ def table(path):
 
 
 def main(argv=None):
-    from distributed import machine_and_commit
+    from distributed import note_start
 
-    machine_and_commit()  # the tree this run starts from names its records
+    note_start()  # the tree this run starts from names its records
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--m", type=int, nargs="+", default=list(range(2, 9)),
                    help="set sizes to shatter (each >= 2; 2^m dichotomies each)")

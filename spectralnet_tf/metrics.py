@@ -13,39 +13,43 @@ def acc(labels_true, labels_pred):
     >>> acc([0, 0, 1, 1], [1, 1, 0, 0])
     1.0
     """
-    counts, rows, cols, _ = _matching(labels_true, labels_pred)
+    counts, rows, cols = _matching(labels_true, labels_pred)
     return float(counts[rows, cols].sum() / counts.sum())
 
 
 def matched(labels_true, labels_pred):
-    """``labels_pred`` renamed by acc's matching: each cluster takes the label
-    it is matched to; a cluster left unmatched (more clusters than labels)
-    takes -1. A subset's share of correct points under the matching of all
-    points is then ``mean(matched(t, p)[s] == t[s])``.
+    """Integer ``labels_pred`` renamed by acc's matching: each cluster takes
+    the label it is matched to; a cluster left unmatched (more clusters than
+    labels) takes a value below every label, so it counts as wrong. A
+    subset's share of correct points under the matching of all points is
+    then ``mean(matched(t, p)[s] == t[s])``.
 
     >>> matched([0, 0, 1, 1, 1], [5, 5, 7, 7, 5]).tolist()
     [0, 0, 1, 1, 0]
     """
-    counts, rows, cols, (names_true, _) = _matching(labels_true, labels_pred)
-    rename = np.full(counts.shape[1], -1, dtype=np.int64)  # by cluster, in sorted order
-    rename[cols] = names_true[rows]
-    return rename[np.unique(np.asarray(labels_pred), return_inverse=True)[1].ravel()]
+    counts, rows, cols = _matching(labels_true, labels_pred)
+    names = np.unique(labels_true)
+    if not np.issubdtype(names.dtype, np.integer):
+        raise ValueError(f"matched needs integer labels, got labels_true.dtype={names.dtype}.")
+    clusters, inverse = np.unique(labels_pred, return_inverse=True)
+    rename = np.full(clusters.size, names.min() - 1, dtype=names.dtype)
+    rename[cols] = names[rows]
+    return rename[inverse.ravel()]
 
 
 def _matching(labels_true, labels_pred):
     """The contingency counts (rows: label values, columns: cluster values,
-    both sorted) with those values, and the Kuhn-Munkres matching of rows
-    to columns."""
+    both sorted) and the Kuhn-Munkres matching of rows to columns."""
     labels_true = np.asarray(labels_true)
     labels_pred = np.asarray(labels_pred)
-    if labels_true.shape != labels_pred.shape:
+    if labels_true.shape != labels_pred.shape or labels_true.ndim != 1 or not labels_true.size:
         raise ValueError(
-            "labels_true and labels_pred must have the same shape, got "
-            f"{labels_true.shape} and {labels_pred.shape}."
+            "labels_true and labels_pred must be non-empty 1-d arrays of the same shape, "
+            f"got {labels_true.shape} and {labels_pred.shape}."
         )
     counts = contingency_matrix(labels_true, labels_pred)
     rows, cols = linear_sum_assignment(counts, maximize=True)
-    return counts, rows, cols, (np.unique(labels_true), np.unique(labels_pred))
+    return counts, rows, cols
 
 
 def nmi(labels_true, labels_pred):

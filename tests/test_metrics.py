@@ -44,10 +44,22 @@ def test_matched_renames_clusters_so_that_acc_can_be_read_on_a_subset():
     rng = np.random.default_rng(0)
     true = rng.integers(0, 4, size=500)
     pred = np.where(rng.uniform(size=500) < 0.8, (true + 1) % 4, rng.integers(0, 4, size=500))
-    m = matched(true, pred)
-    assert np.mean(m == true) == pytest.approx(acc(true, pred))
-    part = np.arange(500) < 200  # the matching of all points, read on a part
-    assert np.mean(m[part] == true[part]) <= acc(true[part], pred[part])
-    # More clusters than labels: the unmatched cluster counts as wrong.
+    assert np.mean(matched(true, pred) == true) == pytest.approx(acc(true, pred))
+    # A part read under the matching of all points, not its own: the last two
+    # points are swapped against the rest.
+    t, p = np.array([0, 0, 1, 1, 0, 1]), np.array([0, 0, 1, 1, 1, 0])
+    assert matched(t, p).tolist() == p.tolist()
+    assert np.mean(matched(t, p)[4:] == t[4:]) == 0.0 and acc(t[4:], p[4:]) == 1.0
+    # More clusters than labels: the unmatched cluster counts as wrong, also
+    # where -1 is a label.
     assert matched([0, 0, 1, 1], [0, 0, 1, 2]).tolist() == [0, 0, 1, -1]
-    assert acc([0, 0, 1, 1], [0, 0, 1, 2]) == 0.75
+    t = np.array([-1, -1, 0, 0, -1])
+    p = np.array([0, 0, 1, 1, 2])
+    assert np.mean(matched(t, p) == t) == acc(t, p) == 0.8
+
+
+def test_acc_refuses_empty_and_non_1d_labels():
+    with pytest.raises(ValueError, match=r"non-empty 1-d arrays of the same shape, got \(0,\)"):
+        acc([], [])
+    with pytest.raises(ValueError, match=r"got \(2, 1\) and \(2, 1\)"):
+        acc([[0], [1]], [[0], [1]])

@@ -108,7 +108,9 @@ def test_a_record_names_the_tree_its_process_started_from(tmp_path, monkeypatch)
     trees = iter(["aaa1111", "bbb2222", "ccc3333"])
     monkeypatch.setattr(semisup, "commit", lambda: next(trees))
     monkeypatch.setattr(distributed, "_AT_START", [])
-    assert distributed.machine_and_commit()[1] == "aaa1111"  # the start of main
+    distributed.note_start()  # the start of main
+    distributed.note_start()  # a second call keeps the first
+    assert distributed.machine_and_commit()[1] == "aaa1111"
     assert distributed.machine_and_commit(now=True)[1] == "bbb2222"  # preset.py: a new run.py
     path = distributed.save_record("t", {"kind": "rows"}, issue="issue0", folder=str(tmp_path))
     with open(path) as f:

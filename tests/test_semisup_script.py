@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from spectralnet_tf.datasets import rings, rings_bayes_accuracy
 
@@ -117,6 +118,14 @@ def test_supervised_reference_learns_from_the_labeled_points_alone():
     known = partial_labels(y, 0.02, 0)
     assert supervised_acc(x, y, known) < 0.95
     # One labeled point of a class: no folds to choose C with, so C = 1.
+    from sklearn.svm import SVC
+
+    from spectralnet_tf.metrics import acc
+
     few = np.full_like(known, -1)
     few[[np.flatnonzero(y == 0)[0], *np.flatnonzero(y == 1)[:3]]] = [0, 1, 1, 1]
-    assert 0.5 <= supervised_acc(x, y, few) <= 1.0
+    lab = few >= 0
+    assert supervised_acc(x, y, few) == round(acc(y, SVC().fit(x[lab], few[lab]).predict(x)), 4)
+    # One class labeled: no classifier to fit.
+    with pytest.raises(ValueError, match=r"two classes or more, got \[1\] \(3 labeled points\)"):
+        supervised_acc(x, y, np.where(lab & (y == 1), few, -1))
