@@ -33,6 +33,8 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+if HERE not in sys.path:  # the sibling scripts (bench, semisup), also when loaded by path
+    sys.path.insert(0, HERE)
 
 #: The MNIST net (paper Table 3) on 10-d codes, k = 10.
 DIMS = (10, 1024, 1024, 512, 10)
@@ -50,8 +52,6 @@ def note_start():
 
 
 def _commit():
-    if HERE not in sys.path:
-        sys.path.insert(0, HERE)
     from semisup import commit
 
     return commit()
@@ -61,8 +61,6 @@ def machine_and_commit(now=False):
     """(machine, commit): the commit kept by ``note_start`` (the tree now if
     none was kept); ``now=True`` asks the tree again (preset.py: each run.py
     it starts imports the tree of that moment)."""
-    if HERE not in sys.path:
-        sys.path.insert(0, HERE)
     from bench import machine
 
     return machine(), (_commit() if now or not _AT_START else _AT_START[0])
@@ -95,7 +93,6 @@ def measure(args):
     strategy = distribute.strategy_for(args.devices)  # before any TensorFlow op
     import tensorflow as tf
 
-    sys.path.insert(0, HERE)
     from bench import matmul_rate
     from spectralnet_tf.affinity import GaussianKNNAffinity
     from spectralnet_tf.networks import build_spectralnet
@@ -196,7 +193,6 @@ def split(args):
 
     import tensorflow as tf
 
-    sys.path.insert(0, HERE)
     from bench import matmul_rate
     from spectralnet_tf.affinity import GaussianKNNAffinity
     from spectralnet_tf.networks import build_spectralnet
