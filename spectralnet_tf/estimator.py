@@ -2,6 +2,7 @@
 
 import numbers
 import os
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -275,7 +276,11 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         ``fit`` got ``eigvecs``); "seconds" of training. With
         ``init="spectral"`` also "init_grassmann" (the fitted start against
         its subsample's eigenvectors), "init_seconds" and, with ``eigvecs``,
-        "start_grassmann".
+        "start_grassmann". With an ``encoder``, "encode_seconds": its pass
+        over X.
+    codes_ : ndarray of shape (n_samples, code_size) or None
+        The ``encoder``'s output for the training data, on which F_theta was
+        trained (None without an encoder). Not saved by ``save``.
     siamese_ : keras.Model
         The Siamese net (only with ``affinity_embedding="siamese"``), and
         ``siamese_history_`` its training history.
@@ -549,8 +554,10 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         seeds = np.random.default_rng(_seed(self.random_state)).integers(0, 2**31 - 1, size=5)
         split_seed, scale_seed, net_seed, train_seed, siamese_seed = (int(s) for s in seeds)
         # Code space: encode once; everything below trains on the codes.
+        start = time.perf_counter()
         Z = X if self.encoder is None else check_array(
             dist.map_rows(self.encoder, X, self._strategy()), "encoder(X)")
+        encode_seconds = time.perf_counter() - start
 
         perm = np.random.default_rng(split_seed).permutation(n)
         z_val, z_train = Z[perm[:n_val]], Z[perm[n_val:]]
@@ -577,8 +584,12 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             x_eval=Z if eigvecs is not None else None, eigvecs=eigvecs,
             strategy=self._strategy(), init=self.init,
         )
+        if self.encoder is not None:
+            self.history_["encode_seconds"] = encode_seconds
         self.model_ = (spectral_model if self.encoder is None
                        else compose_embedder(self.encoder, spectral_model))
+        # Kept so callers need not run the encoder over X a second time.
+        self.codes_ = None if self.encoder is None else Z
         self.embedding_ = dist.map_rows(spectral_model, Z, self._strategy())
         self.cluster_centers_ = fit_centroids(self.embedding_, self.n_clusters, train_seed)
         self.labels_ = self._assign(self.embedding_)

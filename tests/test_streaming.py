@@ -66,3 +66,32 @@ def test_a_non_2d_dataset_is_refused_by_name(tmp_path):
     ds = f.create_dataset("data", data=np.zeros(10, np.float32))
     with pytest.raises(ValueError, match=r"X must be a 2-D numeric data set.*\(10,\)"):
         SpectralNet(2).fit(ds)
+
+
+class _CountRows(keras.layers.Layer):
+    """The identity, counting the rows it is run on."""
+
+    def build(self, input_shape):
+        self.rows = self.add_weight(shape=(), initializer="zeros", dtype="int64",
+                                    trainable=False)
+
+    def call(self, x):
+        self.rows.assign_add(keras.ops.cast(keras.ops.shape(x)[0], "int64"))
+        return x
+
+
+def test_fit_encodes_x_once_and_keeps_the_codes(tmp_path):
+    """The encoder runs over X exactly once in fit; ``codes_`` are its output
+    (what run.py clusters with k-means, instead of encoding again)."""
+    x = np.random.default_rng(2).normal(size=(150, 6)).astype(np.float32)
+    count = _CountRows()
+    dense = keras.layers.Dense(3, kernel_initializer=keras.initializers.GlorotUniform(seed=0))
+    encoder = keras.Sequential([keras.Input((6,)), dense, count])
+    count.rows.assign(0)
+    params = dict(hidden_units=(16,), max_epochs=2, batch_size=64, random_state=0)
+    net = SpectralNet(2, encoder=encoder, **params).fit(_h5(tmp_path, x))
+    assert int(count.rows.numpy()) == len(x)
+    np.testing.assert_allclose(net.codes_, dense(x).numpy(), rtol=1e-6, atol=1e-6)
+    assert net.history_["encode_seconds"] >= 0
+    plain = SpectralNet(2, **params).fit(x)
+    assert plain.codes_ is None and "encode_seconds" not in plain.history_
