@@ -183,6 +183,10 @@ def build_parser():
                     help="MNIST: train on the 60k training split, report test_acc/test_nmi on "
                          "the 10k; Reuters: the same with a random 10%% held out; infimnist: "
                          f"on the {INFIMNIST_FRESH:,} fresh digits that follow the n")
+    mn.add_argument("--deformation-pairs", action="store_true",
+                    help="infimnist, Siamese distance: also pair each digit with another one "
+                         "made from the same MNIST digit as a Siamese positive (fit's groups; "
+                         "the data set's construction, no labels)")
     mn.add_argument("--grassmann", action="store_true",
                     help="Grassmann distance to the true eigenvectors of the full-data "
                          "Laplacian: the kNN graph that the minibatches sample, with "
@@ -317,6 +321,10 @@ class Job:
         except ValueError as err:
             raise UsageError(str(err)) from None
         self.check_reference_size()
+        distance = "siamese" if self.net.affinity_embedding == "siamese" else "euclidean"
+        if args.deformation_pairs and (args.dset != "infimnist" or distance != "siamese"):
+            raise UsageError(f"--deformation-pairs needs --dset infimnist with the Siamese "
+                             f"affinity, got --dset {args.dset} --affinity {distance}.")
 
     def disk_needs(self, out):
         """Bytes the run writes, by directory: checkpoints (weights and one
@@ -508,7 +516,11 @@ def run(job, out, resume=False, write=True):
         results["labeled"] = int((known >= 0).sum())
 
     t = time.perf_counter()
-    net.fit(x, partial_labels=known, eigvecs=eigvecs, resume=resume)
+    groups = None
+    if args.deformation_pairs:
+        groups = x.sources
+        results["deformation_pairs"] = True
+    net.fit(x, partial_labels=known, groups=groups, eigvecs=eigvecs, resume=resume)
     phase("train", t)
     # The points in the space SpectralNet clusters: the rows, or the codes
     # fit computed (encoding once; its seconds are part of "train").

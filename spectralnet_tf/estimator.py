@@ -19,7 +19,7 @@ from .centroids import assign, fit_centroids
 from .export import export_saved_model, load_estimator, save_estimator
 from .losses import LAPLACIANS
 from .networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
-from .siamese import SIAMESE_OUTPUT_ACTIVATIONS, fit_siamese, siamese_kwargs
+from .siamese import SIAMESE_OUTPUT_ACTIVATIONS, check_groups, fit_siamese, siamese_kwargs
 from .streaming import is_lazy, map_batches
 from .train import GRADIENTS, INITS, train_spectralnet
 
@@ -489,7 +489,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             kwargs["n_nbrs"] = self.n_nbrs
         return AFFINITIES[self.affinity](**kwargs)
 
-    def fit(self, X, y=None, *, partial_labels=None, eigvecs=None, resume=False):
+    def fit(self, X, y=None, *, partial_labels=None, groups=None, eigvecs=None, resume=False):
         """Train F_theta on X and cluster its embedding.
 
         Parameters
@@ -513,6 +513,13 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             minibatch is the label graph (1 within a class, 0 across), so
             F_theta learns the class indicators: supervised training of the
             embedding, after which k-means recovers the classes.
+        groups : array-like of int of shape (n_samples,), optional
+            Points known to be views of one item, without its class: one id
+            per point, equal for e.g. the deformations of one digit. Only with
+            ``affinity_embedding="siamese"``: each point whose group has
+            another member gets one more positive Siamese pair, with a random
+            member, so that the learned distance ignores what varies within a
+            group. Unsupervised (ids, not labels).
         eigvecs : array of shape (n_samples, n_clusters), optional
             True Laplacian eigenvectors of X; if given, the history records
             the Grassmann distance to them after each epoch.
@@ -529,20 +536,26 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         before = {k: self.__dict__[k] for k in ("n_features_in_", "feature_names_in_")
                   if k in self.__dict__}
         try:
-            return self._fit(X, partial_labels, eigvecs, resume)
+            return self._fit(X, partial_labels, groups, eigvecs, resume)
         except BaseException:
             for key in ("n_features_in_", "feature_names_in_"):
                 self.__dict__.pop(key, None)
             self.__dict__.update(before)
             raise
 
-    def _fit(self, X, partial_labels, eigvecs, resume):
+    def _fit(self, X, partial_labels, groups, eigvecs, resume):
         X = self._validate_X(X, reset=True)
         if self.encoder is None and is_lazy(X):
             X = check_array(map_batches(None, X))  # trained on in memory
         n = len(X)
         n_val, batch_size, ortho_batch_size, steps = self._resolve_params(n)
         labels = check_labels(partial_labels, n, self.n_clusters)
+        if groups is not None:
+            if self.affinity_embedding != "siamese":
+                raise ValueError(
+                    "groups are Siamese positives and need affinity_embedding='siamese', got "
+                    f"affinity_embedding={self.affinity_embedding!r}.")
+            groups = check_groups(groups, n)
         if eigvecs is not None and np.shape(eigvecs) != (n, self.n_clusters):
             raise ValueError(
                 f"eigvecs must have shape (n_samples, n_clusters) = ({n}, {self.n_clusters}), "
@@ -564,7 +577,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         labels_val, labels_train = labels[perm[:n_val]], labels[perm[n_val:]]
         embedding = self.affinity_embedding
         if embedding == "siamese":
-            embedding = self._fit_siamese(z_train, labels_train, siamese_seed,
+            embedding = self._fit_siamese(z_train, labels_train,
+                                          None if groups is None else groups[perm[n_val:]],
+                                          siamese_seed,
                                           checkpointers.get("siamese"))
         self.affinity_ = self._make_affinity(embedding).fit(z_train, batch_size, seed=scale_seed)
         with self._strategy().scope():  # mirrored variables under a strategy
@@ -658,11 +673,12 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             )
         return found
 
-    def _fit_siamese(self, z_train, labels_train, seed, checkpointer=None):
-        """Train the Siamese net on kNN pairs (plus labeled pairs, if any)."""
+    def _fit_siamese(self, z_train, labels_train, groups_train, seed, checkpointer=None):
+        """Train the Siamese net on kNN pairs (plus labeled and group pairs, if any)."""
         self.siamese_, self.siamese_history_ = fit_siamese(
             z_train, **siamese_kwargs(self.get_params(deep=False)), neighbors=self.neighbors,
-            labels=labels_train if (labels_train >= 0).any() else None, seed=seed,
+            labels=labels_train if (labels_train >= 0).any() else None,
+            groups=groups_train, seed=seed,
             verbose=self.verbose, checkpointer=checkpointer, strategy=self._strategy())
         return self.siamese_
 

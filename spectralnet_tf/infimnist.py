@@ -101,7 +101,13 @@ class InfiMNIST(LazyRows):
     @property
     def labels(self):
         """The label of every row (int64, n)."""
-        return self.base_labels[source_index(np.arange(self.start, self.start + self.n))]
+        return self.base_labels[self.sources]
+
+    @property
+    def sources(self):
+        """The MNIST digit each row shows, itself or deformed (int64, n):
+        rows with one source are views of one digit (``fit``'s ``groups``)."""
+        return source_index(np.arange(self.start, self.start + self.n))
 
     def __getitem__(self, key):
         if not isinstance(key, slice):

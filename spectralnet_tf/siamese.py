@@ -22,7 +22,8 @@ from .train import PlateauSchedule, run_epochs, sample_rows
 VALIDATION_MAX_PAIRS = 65536
 
 
-def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None, positives_per_point=None):
+def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None, positives_per_point=None,
+               groups=None):
     """Training pairs: ``(first, second, is_positive)`` arrays (int32 indices).
 
     Positives: (i, j) for each of i's ``n_nbrs`` nearest neighbours j (paper,
@@ -32,6 +33,9 @@ def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None, positives_per
     not i and not among i's neighbours. With ``labels`` (-1: unknown), each
     labeled point also gets a positive pair with a random point of its label
     and a negative pair with a random point of another label (paper Sec. 5.3).
+    With ``groups`` (an id per point; points with one id are views of one
+    item, e.g. deformations of one digit), each point whose group has another
+    member also gets a positive pair with a random one of them.
     """
     n = len(x)
     if not 1 <= n_nbrs <= n - 2:
@@ -64,6 +68,11 @@ def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None, positives_per
     if labels is not None:
         for arrays, pairs in zip((firsts, seconds, flags), _labeled_pairs(labels, rng)):
             arrays.extend(pairs)
+    if groups is not None:
+        same_first, same_second = _group_pairs(groups, rng)
+        firsts.append(same_first)
+        seconds.append(same_second)
+        flags.append(np.ones(same_first.size, np.float32))
     # int32 indices: 8 bytes a pair instead of 16 (10 pairs a point on MNIST).
     index = np.int32 if n < 2**31 else np.int64
     return (np.concatenate(firsts).astype(index), np.concatenate(seconds).astype(index),
@@ -95,6 +104,35 @@ def _labeled_pairs(labels, rng):
                 flag.append(positive)
     return ([np.asarray(first, np.int64)], [np.asarray(second, np.int64)],
             [np.asarray(flag, np.float32)])
+
+
+def check_groups(groups, n):
+    """``fit``'s ``groups``: one integer id per point, as int64."""
+    out = np.asarray(groups)
+    if out.shape != (n,):
+        raise ValueError(f"groups must have shape (n_samples,) = ({n},), got "
+                         f"groups.shape={out.shape}.")
+    if not np.issubdtype(out.dtype, np.integer) or out.dtype == bool:
+        raise ValueError(f"groups must hold integer ids, got dtype={out.dtype} "
+                         f"(e.g. groups[0]={out.flat[0].item()!r}).")
+    return out.astype(np.int64, copy=False)
+
+
+def _group_pairs(groups, rng):
+    """For each point whose group has another member, that point and a
+    uniformly drawn other member: ``(first, second)``. Vectorized over a sort
+    by group (O(n log n)), for the millions of infinite-MNIST digits."""
+    order = np.argsort(np.asarray(groups), kind="stable")
+    sorted_groups = np.asarray(groups)[order]
+    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
+    sizes = np.diff(np.r_[starts, len(order)])
+    start, size = np.repeat(starts, sizes), np.repeat(sizes, sizes)
+    keep = size > 1
+    start, size = start[keep], size[keep]
+    within = np.flatnonzero(keep) - start
+    # An offset in [1, size): any member but the point itself, uniformly.
+    partner = start + (within + rng.integers(1, size)) % size
+    return order[keep], order[partner]
 
 
 #: Activations of the Siamese output layer: ours, and the paper's Table 3.
@@ -190,13 +228,13 @@ def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience
 def fit_siamese(z, *, hidden_units=(1024, 1024, 512, 10), output_activation="linear",
                 n_nbrs=2, positives_per_point=None, batch_size=128, learning_rate=1e-3,
                 max_epochs=100, steps_per_epoch=None, patience=10, min_lr=1e-8,
-                neighbors="auto", labels=None, seed=0, verbose=0, checkpointer=None,
-                strategy=None, dtype_policy="float32"):
+                neighbors="auto", labels=None, groups=None, seed=0, verbose=0,
+                checkpointer=None, strategy=None, dtype_policy="float32"):
     """Pairs from ``z`` (``make_pairs``), a new Siamese net built (in
     ``strategy``'s scope) and trained on them: returns ``(net, history)``. The
     keywords are ``SpectralNet``'s ``siamese_*`` parameters without the prefix."""
     pairs = make_pairs(z, n_nbrs, neighbors, seed=seed, labels=labels,
-                       positives_per_point=positives_per_point)
+                       positives_per_point=positives_per_point, groups=groups)
     with distribute.get(strategy).scope():
         net = build_siamese(np.shape(z)[1], tuple(hidden_units),
                             output_activation=output_activation, seed=seed,

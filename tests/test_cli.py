@@ -45,6 +45,8 @@ def _fails(argv, capsys):
         (["--n", "5000"], "--n 5000: only --dset infimnist takes a size"),
         (["--n", "0"], "argument --n: must be an integer >= 1, got '0'"),
         (["--space", "code"], "--space code needs an autoencoder"),
+        (["--deformation-pairs"], "--deformation-pairs needs --dset infimnist with the Siamese "
+                                  "affinity, got --dset moons --affinity euclidean"),
         (["--preset", "paper"], "--preset paper: preset 'paper' has settings for ['mnist', "
                                 "'reuters'] only, got dset='moons'"),
     ],

@@ -109,6 +109,18 @@ def test_drawn_deformations_lie_in_the_documented_ranges():
 
 
 @needs_mnist
+def test_sources_name_the_mnist_digit_each_row_shows(base):
+    """``sources`` (fit's ``groups`` for --deformation-pairs): the index itself
+    below 70,000, then the training digit deformed, cycling over the 60,000."""
+    images, labels = base
+    rows = inf.InfiMNIST(images, labels, 6, start=69998)
+    np.testing.assert_array_equal(rows.sources, [69998, 69999, 0, 1, 2, 3])
+    later = inf.InfiMNIST(images, labels, 2, start=70000 + 60000 - 1)
+    np.testing.assert_array_equal(later.sources, [59999, 0])
+    np.testing.assert_array_equal(rows.labels, labels[rows.sources])
+
+
+@needs_mnist
 def test_bad_arguments_are_named(base):
     images, labels = base
     with pytest.raises(ValueError, match="n must be an integer >= 0, got n=-1"):

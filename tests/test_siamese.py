@@ -112,3 +112,29 @@ def test_a_step_budget_trains_on_random_pairs_and_caps_the_validation_pairs(monk
     train_siamese(twin, x, pairs, batch_size=64, epochs=6, steps_per_epoch=5, seed=0, verbose=0)
     for a, b in zip(net.get_weights(), twin.get_weights()):
         np.testing.assert_array_equal(a, b)
+
+
+def test_groups_add_one_positive_with_another_member_for_each_grouped_point():
+    import pytest
+
+    from spectralnet_tf.siamese import check_groups
+
+    x, _ = _blobs()
+    groups = np.arange(len(x)) % 120  # 60 groups of 3 and 60 of 2 (points 0-59 and 120-...)
+    groups[-5:] = 1000 + np.arange(5)  # 5 singletons: no group pair
+    plain = make_pairs(x, n_nbrs=2, neighbors="exact", seed=0)
+    first, second, positive = make_pairs(x, n_nbrs=2, neighbors="exact", seed=0, groups=groups)
+    extra = slice(len(plain[0]), None)
+    f, s, p = first[extra], second[extra], positive[extra]
+    np.testing.assert_array_equal(np.sort(f), np.arange(len(x) - 5))  # each grouped point once
+    assert np.all(groups[f] == groups[s]) and np.all(f != s) and np.all(p == 1)
+    # The partner is drawn among the other members: both of a group of 3 occur over seeds.
+    partners = {int(make_pairs(x, 2, "exact", seed=seed, groups=groups)[1][len(plain[0]):][
+        np.flatnonzero(f == 0)[0]]) for seed in range(12)}
+    assert partners == {120, 240}
+    with pytest.raises(ValueError, match=r"groups must have shape \(n_samples,\) = \(300,\), got "
+                                         r"groups.shape=\(299,\)"):
+        check_groups(groups[1:], len(x))
+    with pytest.raises(ValueError, match=r"groups must hold integer ids, got dtype=float64 "
+                                         r"\(e.g. groups\[0\]=0.5\)"):
+        check_groups(np.full(len(x), 0.5), len(x))
