@@ -458,6 +458,7 @@ def bench_scale(args, command):
         for n in args.sizes:
             subprocess.run([sys.executable, os.path.abspath(__file__), "scale", "--one", str(n),
                             *(["--acceptance"] if args.acceptance else []),
+                            *(["--tag", args.tag] if args.tag else []),
                             *(["--", *args.rest] if args.rest else [])], check=True)
         return
     from distributed import save_record
@@ -477,13 +478,13 @@ def bench_scale(args, command):
         "rss_trace": trace, "acc": r["acc"], "nmi": r["nmi"],
         "kmeans_acc": r["kmeans_acc"], "kmeans_nmi": r["kmeans_nmi"],
         **{key: r[key] for key in ("exact_acc_plain", "exact_nmi_plain", "exact_plain_timeout",
-                                   "by_part") if key in r},
+                                   "by_part", "deformation_pairs") if key in r},
         "epochs": r["epochs"], "iterations": r["iterations"], "config": r["config"]}
     if "test_acc" in r:
         record["fresh"] = {"n": r["n_test"], "acc": r["test_acc"], "nmi": r["test_nmi"],
                            "points_per_s": r["n_test"] / s["test"]}
-    save_record(f"{'accept' if args.acceptance else 'scale'}-n{args.one}", record,
-                issue="issue14")
+    kind = args.tag or ("accept" if args.acceptance else "scale")
+    save_record(f"{kind}-n{args.one}", record, issue="issue14")
     redraw_scale_png()  # after each size, so one-size runs (--one) keep it current too
 
 
@@ -589,7 +590,8 @@ def scale_plot(paths):
 
 
 def scale_table(paths):
-    """Markdown: one row per ``scale`` record. "SpectralNet min" leaves out
+    """Markdown: one row per ``scale`` record (its n, and whether it ran with
+    ``--deformation-pairs``). "SpectralNet min" leaves out
     the exact reference (``spectralnet_seconds``); "total min" keeps it."""
     rows = [_load(p) for p in paths]
     print("\n".join(f"- {record_heading(r)}" for r in rows) + "\n")
@@ -598,8 +600,9 @@ def scale_table(paths):
           "| fresh 10k ACC | fresh points/s | SpectralNet min | SpectralNet min at 200 GFLOP/s "
           "| total min | peak RSS GiB | phases s (peak RSS GiB after each, if kept) |")
     print("|" + " --- |" * 12)
-    for r in sorted(rows, key=lambda r: r["n"]):
+    for r in sorted(rows, key=lambda r: (r["n"], bool(r.get("deformation_pairs")))):
         s, after = r["seconds"], r.get("peak_rss_gib_after", {})
+        n = f"{r['n']:,}" + (", deformation pairs" if r.get("deformation_pairs") else "")
         phases = ", ".join(f"{k} {v:.0f}" + (f" ({after[k]:.2f})" if k in after else "")
                            for k, v in s.items() if k != "total")
         exact = (f"{r['exact_acc_plain']:.4f} / {r['exact_nmi_plain']:.4f}, "
@@ -611,7 +614,7 @@ def scale_table(paths):
         # Under the matching of all points; older records lack it.
         parts = (" / ".join(f"{r['by_part'][p]['acc']:.4f}" for p in ("original", "deformed"))
                  if "by_part" in r else "—")
-        print(f"| {r['n']:,} | {r['acc']:.4f} / {r['nmi']:.4f} | {parts} | {exact} "
+        print(f"| {n} | {r['acc']:.4f} / {r['nmi']:.4f} | {parts} | {exact} "
               f"| {r['kmeans_acc']:.4f} "
               f"| {fresh} | {own:.1f} | {own * r['matmul_gflops'] / 200:.1f} "
               f"| {s['total'] / 60:.1f} | {r['peak_rss_gib']:.2f} | {phases} |")
@@ -638,6 +641,8 @@ def main(argv=None):
                    help="scale: run.py as issue 14's acceptance check runs it (--seed 0 "
                         "--export, plots; no fresh digits, no exact reference), records "
                         "named accept-nN")
+    p.add_argument("--tag", help="scale: records named TAG-nN instead of scale-nN / accept-nN "
+                   "(a variant, e.g. run.py flags after --, kept out of the main tables)")
     p.add_argument("--epochs", type=int, default=2, help="training epochs (reuters-scale)")
     p.add_argument("--steps", type=int, default=40,
                    help="steps per timed epoch (step), calls per timed part (profile)")

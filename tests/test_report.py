@@ -115,3 +115,15 @@ def test_a_record_names_the_tree_its_process_started_from(tmp_path, monkeypatch)
     path = distributed.save_record("t", {"kind": "rows"}, issue="issue0", folder=str(tmp_path))
     with open(path) as f:
         assert json.load(f)["commit"] == "aaa1111"
+
+
+def test_scale_table_names_a_deformation_pairs_run(bench, tmp_path):
+    base = os.path.join(bench.RESULTS, "2026-11-24-issue14-scale-n70000.json")
+    with open(base) as f:
+        record = json.load(f)
+    record["deformation_pairs"] = True
+    path = tmp_path / "pairs.json"
+    path.write_text(json.dumps(record))
+    table = bench.render("scale", [base, str(path)])
+    rows = [line for line in table.splitlines() if line.startswith("| 70,000")]
+    assert [row.split(" | ")[0] for row in rows] == ["| 70,000", "| 70,000, deformation pairs"]
