@@ -650,6 +650,10 @@ def main(argv=None):
     own, rest = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     args = p.parse_args(own)
     args.rest = rest  # run.py arguments, after --
+    if args.tag is not None and (args.tag in ("scale", "accept")
+                                 or not re.fullmatch(r"[A-Za-z0-9_.-]+", args.tag)):
+        p.error(f"--tag must be a name of letters, digits, '_', '.' or '-' other than 'scale' "
+                f"and 'accept' (the main tables' records), got --tag {args.tag!r}")
     args.sizes = args.sizes or {"scale": [70000, 250000, 1000000, 2500000, 8100000]}.get(
         args.what, [25000, 50000, 100000, 200000])
     command = "python scripts/bench.py " + " ".join(argv)

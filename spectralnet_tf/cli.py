@@ -296,6 +296,8 @@ class Job:
         except (FileNotFoundError, ValueError, OSError) as err:
             raise UsageError(str(err)) from None
         self.x, self.y, self.x_test, self.y_test = split(args, x, y)
+        # Infinite MNIST's sources, read before input space turns the rows into an array.
+        self.groups = self.x.sources if args.deformation_pairs and args.dset == "infimnist" else None
         self.space = args.space or ("code" if args.dset in CODE_SPACE else "input")
         if self.space == "input" and is_lazy(self.x):
             self.x = map_batches(None, self.x)  # SpectralNet trains on the raw rows: in memory
@@ -325,6 +327,9 @@ class Job:
         if args.deformation_pairs and (args.dset != "infimnist" or distance != "siamese"):
             raise UsageError(f"--deformation-pairs needs --dset infimnist with the Siamese "
                              f"affinity, got --dset {args.dset} --affinity {distance}.")
+        if args.deformation_pairs and len(self.x) <= N_ORIGINAL:
+            raise UsageError(f"--deformation-pairs pairs deformed digits, which come after "
+                             f"MNIST's {N_ORIGINAL:,}; got --n {len(self.x)}.")
 
     def disk_needs(self, out):
         """Bytes the run writes, by directory: checkpoints (weights and one
@@ -516,17 +521,15 @@ def run(job, out, resume=False, write=True):
         results["labeled"] = int((known >= 0).sum())
 
     t = time.perf_counter()
-    groups = None
-    if args.deformation_pairs:
-        groups = x.sources
+    if job.groups is not None:
         results["deformation_pairs"] = True
-    net.fit(x, partial_labels=known, groups=groups, eigvecs=eigvecs, resume=resume)
+    net.fit(x, partial_labels=known, groups=job.groups, eigvecs=eigvecs, resume=resume)
     phase("train", t)
     # The points in the space SpectralNet clusters: the rows, or the codes
     # fit computed (encoding once; its seconds are part of "train").
     z = x if net.encoder is None else net.codes_
-    if "encode_seconds" in net.history_:
-        seconds["encode"] = round(net.history_["encode_seconds"], 3)
+    if "encode_seconds" in net.history_:  # part of "train", as "siamese" and "spectral" are
+        seconds["fit_encode"] = round(net.history_["encode_seconds"], 3)
     if hasattr(net, "siamese_history_"):
         seconds["siamese"] = round(net.siamese_history_["seconds"], 3)
     seconds["spectral"] = round(net.history_["seconds"], 3)

@@ -280,7 +280,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         over X.
     codes_ : ndarray of shape (n_samples, code_size) or None
         The ``encoder``'s output for the training data, on which F_theta was
-        trained (None without an encoder). Not saved by ``save``.
+        trained (None without an encoder). Not saved by ``save``: absent
+        from a loaded estimator.
     siamese_ : keras.Model
         The Siamese net (only with ``affinity_embedding="siamese"``), and
         ``siamese_history_`` its training history.

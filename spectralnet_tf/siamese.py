@@ -122,17 +122,22 @@ def _group_pairs(groups, rng):
     """For each point whose group has another member, that point and a
     uniformly drawn other member: ``(first, second)``. Vectorized over a sort
     by group (O(n log n)), for the millions of infinite-MNIST digits."""
-    order = np.argsort(np.asarray(groups), kind="stable")
-    sorted_groups = np.asarray(groups)[order]
-    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
-    sizes = np.diff(np.r_[starts, len(order)])
+    groups = np.asarray(groups)
+    n = len(groups)
+    index = np.int32 if n < 2**31 else np.int64  # half the memory at millions of points
+    order = np.argsort(groups, kind="stable").astype(index)
+    sorted_groups = groups[order]
+    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]]).astype(index)
+    del sorted_groups
+    sizes = np.diff(np.r_[starts, index(n)])
     start, size = np.repeat(starts, sizes), np.repeat(sizes, sizes)
+    within = np.arange(n, dtype=index) - start  # position inside the group
     keep = size > 1
-    start, size = start[keep], size[keep]
-    within = np.flatnonzero(keep) - start
+    start, size, within = start[keep], size[keep], within[keep]
     # An offset in [1, size): any member but the point itself, uniformly.
-    partner = start + (within + rng.integers(1, size)) % size
-    return order[keep], order[partner]
+    within += rng.integers(1, size, dtype=index)
+    within %= size
+    return order[keep], order[start + within]
 
 
 #: Activations of the Siamese output layer: ours, and the paper's Table 3.

@@ -232,3 +232,27 @@ def test_two_percent_labels_recover_the_noisy_circles(seed):
 @pytest.mark.slow
 def test_without_labels_the_same_noisy_circles_are_cut_wrongly():
     assert _noisy_circles_fit(0, 0.0) < 0.8  # measured 0.509
+
+
+def test_groups_reach_the_siamese_pairs_aligned_with_the_training_rows(monkeypatch):
+    """fit splits groups with the same permutation as the rows: each row the
+    Siamese pairs see keeps its own group id (here written in column 0)."""
+    import spectralnet_tf.siamese as siamese
+
+    rng = np.random.default_rng(0)
+    groups = rng.integers(0, 40, size=200)
+    x = np.c_[groups, rng.normal(size=200)].astype(np.float32)
+    seen = {}
+    real = siamese.make_pairs
+
+    def spy(z, *args, groups=None, **kwargs):
+        seen.update(z=np.array(z), groups=groups)
+        return real(z, *args, groups=groups, **kwargs)
+
+    monkeypatch.setattr(siamese, "make_pairs", spy)
+    SpectralNet(2, affinity_embedding="siamese", hidden_units=(8,), max_epochs=1,
+                steps_per_epoch=2, batch_size=32, siamese_hidden_units=(8, 4),
+                siamese_max_epochs=1, siamese_steps_per_epoch=2, random_state=0).fit(
+        x, groups=groups)
+    assert len(seen["z"]) == 180  # the training nine tenths
+    np.testing.assert_array_equal(seen["z"][:, 0], seen["groups"])

@@ -121,6 +121,23 @@ def test_sources_name_the_mnist_digit_each_row_shows(base):
 
 
 @needs_mnist
+def test_deformation_pairs_need_deformed_digits(tmp_path, capsys):
+    """Up to 70,000 digits every source is one digit: the flag is refused in
+    one line, before a run directory is made."""
+    from spectralnet_tf import cli
+
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as exit_:
+        cli.run_command(["--dset", "infimnist", "--n", "1000", "--batch-size", "64",
+                         "--deformation-pairs", "--out", str(out), "--quiet"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "spectralnet: error: --deformation-pairs pairs deformed digits, which come after "
+        "MNIST's 70,000; got --n 1000."]
+    assert not out.exists()
+
+
+@needs_mnist
 def test_bad_arguments_are_named(base):
     images, labels = base
     with pytest.raises(ValueError, match="n must be an integer >= 0, got n=-1"):

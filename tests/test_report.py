@@ -127,3 +127,12 @@ def test_scale_table_names_a_deformation_pairs_run(bench, tmp_path):
     table = bench.render("scale", [base, str(path)])
     rows = [line for line in table.splitlines() if line.startswith("| 70,000")]
     assert [row.split(" | ")[0] for row in rows] == ["| 70,000", "| 70,000, deformation pairs"]
+
+
+@pytest.mark.parametrize("tag", ["scale", "accept", "a/b"])
+def test_a_scale_tag_that_would_join_the_main_tables_or_leave_the_folder_is_refused(tag):
+    out = subprocess.run([sys.executable, os.path.join(SCRIPTS, "bench.py"), "scale", "--one",
+                          "1000", "--tag", tag], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert f"--tag must be a name of letters, digits, '_', '.' or '-' other than 'scale' and " \
+           f"'accept' (the main tables' records), got --tag '{tag}'" in out.stderr
