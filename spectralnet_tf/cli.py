@@ -323,13 +323,14 @@ class Job:
         except ValueError as err:
             raise UsageError(str(err)) from None
         self.check_reference_size()
-        distance = "siamese" if self.net.affinity_embedding == "siamese" else "euclidean"
-        if args.deformation_pairs and (args.dset != "infimnist" or distance != "siamese"):
-            raise UsageError(f"--deformation-pairs needs --dset infimnist with the Siamese "
-                             f"affinity, got --dset {args.dset} --affinity {distance}.")
-        if args.deformation_pairs and len(self.x) <= N_ORIGINAL:
-            raise UsageError(f"--deformation-pairs pairs deformed digits, which come after "
-                             f"MNIST's {N_ORIGINAL:,}; got --n {len(self.x)}.")
+        if args.deformation_pairs:
+            distance = "siamese" if self.net.affinity_embedding == "siamese" else "euclidean"
+            if args.dset != "infimnist" or distance != "siamese":
+                raise UsageError(f"--deformation-pairs needs --dset infimnist with the Siamese "
+                                 f"affinity, got --dset {args.dset} --affinity {distance}.")
+            if len(self.x) <= N_ORIGINAL:
+                raise UsageError(f"--deformation-pairs pairs deformed digits, which come after "
+                                 f"MNIST's {N_ORIGINAL:,}; got --n {len(self.x)}.")
 
     def disk_needs(self, out):
         """Bytes the run writes, by directory: checkpoints (weights and one

@@ -65,14 +65,11 @@ def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None, positives_per
         bad[bad] = _is_neighbour(nbrs, first[bad], neg_second[bad])
     firsts, seconds = [first, first], [pos_second, neg_second]
     flags = [np.ones(first.size, np.float32), np.zeros(first.size, np.float32)]
-    if labels is not None:
-        for arrays, pairs in zip((firsts, seconds, flags), _labeled_pairs(labels, rng)):
-            arrays.extend(pairs)
-    if groups is not None:
-        same_first, same_second = _group_pairs(groups, rng)
-        firsts.append(same_first)
-        seconds.append(same_second)
-        flags.append(np.ones(same_first.size, np.float32))
+    extra = [make(given, rng) for make, given in ((_labeled_pairs, labels), (_group_pairs, groups))
+             if given is not None]
+    for pairs in extra:
+        for arrays, part in zip((firsts, seconds, flags), pairs):
+            arrays.extend(part)
     # int32 indices: 8 bytes a pair instead of 16 (10 pairs a point on MNIST).
     index = np.int32 if n < 2**31 else np.int64
     return (np.concatenate(firsts).astype(index), np.concatenate(seconds).astype(index),
@@ -120,8 +117,9 @@ def check_groups(groups, n):
 
 def _group_pairs(groups, rng):
     """For each point whose group has another member, that point and a
-    uniformly drawn other member: ``(first, second)``. Vectorized over a sort
-    by group (O(n log n)), for the millions of infinite-MNIST digits."""
+    uniformly drawn other member, as positives (``_labeled_pairs``' layout).
+    Vectorized over a sort by group (O(n log n)), for the millions of
+    infinite-MNIST digits."""
     groups = np.asarray(groups)
     n = len(groups)
     index = np.int32 if n < 2**31 else np.int64  # half the memory at millions of points
@@ -137,7 +135,8 @@ def _group_pairs(groups, rng):
     # An offset in [1, size): any member but the point itself, uniformly.
     within += rng.integers(1, size, dtype=index)
     within %= size
-    return order[keep], order[start + within]
+    first = order[keep]
+    return [first], [order[start + within]], [np.ones(first.size, np.float32)]
 
 
 #: Activations of the Siamese output layer: ours, and the paper's Table 3.
