@@ -78,6 +78,10 @@ def main(argv=None):
             rows.append(r)
 
     print_rows(rows, vc.SIGMA_FRACTION)
+    print()
+    for r in rows:
+        how = "sigma from the proof" if r["sigma"] == "proof" else f"sigma = {r['sigma']}"
+        print(f"m = {r['m']}, {how}: {r['realized']} / {r['dichotomies']} dichotomies shattered")
     if not args.no_record:
         from distributed import save_record
 

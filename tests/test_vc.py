@@ -1,6 +1,7 @@
 """Paper Sec. 4: the VC-dimension construction shatters its m grid points."""
 
 import os
+import re
 import numpy as np
 import pytest
 
@@ -44,6 +45,10 @@ def test_script_prints_the_table(capsys, monkeypatch):
     monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts"))
     import vc_check
 
-    vc_check.main(["--m", "3", "--no-record"])
+    vc_check.main(["--m", "3", "--sigmas", "5", "--no-record"])
     out = capsys.readouterr().out
     assert "| 3 | 30 | 0.173 (0.9 × proof's) | 8 | 8 | 8 | 8 | 0.500 | 1.000 |" in out
+    # the issue's check reads these lines; a too-large sigma realizes fewer
+    assert "m = 3, sigma from the proof: 8 / 8 dichotomies shattered" in out
+    realized = re.search(r"m = 3, sigma = 5\.0: (\d+) / 8 dichotomies shattered", out)
+    assert realized and int(realized.group(1)) < 8
