@@ -222,9 +222,12 @@ def _noisy_circles_fit(seed, labeled_fraction):
 # 0.973 / 0.929 / 0.973: seed 1's labels do not hold the circles apart there either.
 # Nor alone: semisup.supervised_acc (an SVM of the 26 labeled points) gives 0.887
 # on seed 1 (0.973 / 0.965 on seeds 0 / 2).
+# Seed 1 is not run (46 s of the suite for a known failure); ``pytest
+# --runxfail`` runs it.
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [
-    0, pytest.param(1, marks=pytest.mark.xfail(reason="issue 17: ACC 0.909 here")), 2])
+    0, pytest.param(1, marks=pytest.mark.xfail(run=False, reason="issue 17: ACC 0.909 here")),
+    2])
 def test_two_percent_labels_recover_the_noisy_circles(seed):
     assert _noisy_circles_fit(seed, 0.02) >= 0.95
 
