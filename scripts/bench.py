@@ -591,8 +591,8 @@ def scale_plot(paths):
 
 
 def scale_table(paths):
-    """Markdown: one row per ``scale`` record (its n, and whether it ran with
-    ``--deformation-pairs``). "SpectralNet min" leaves out
+    """Markdown: one row per ``scale`` record (its n, whether it ran with
+    ``--deformation-pairs``, and its seed where not 0). "SpectralNet min" leaves out
     the exact reference (``spectralnet_seconds``); "total min" keeps it."""
     rows = [_load(p) for p in paths]
     print("\n".join(f"- {record_heading(r)}" for r in rows) + "\n")
@@ -601,9 +601,13 @@ def scale_table(paths):
           "| fresh 10k ACC | fresh points/s | SpectralNet min | SpectralNet min at 200 GFLOP/s "
           "| total min | peak RSS GiB | phases s (peak RSS GiB after each, if kept) |")
     print("|" + " --- |" * 12)
-    for r in sorted(rows, key=lambda r: (r["n"], bool(r.get("deformation_pairs")))):
+    def seed(r):
+        return r["config"].get("seed", 0)
+
+    for r in sorted(rows, key=lambda r: (r["n"], bool(r.get("deformation_pairs")), seed(r))):
         s, after = r["seconds"], r.get("peak_rss_gib_after", {})
-        n = f"{r['n']:,}" + (", deformation pairs" if r.get("deformation_pairs") else "")
+        n = (f"{r['n']:,}" + (", deformation pairs" if r.get("deformation_pairs") else "")
+             + (f", seed {seed(r)}" if seed(r) else ""))
         phases = ", ".join(f"{k} {v:.0f}" + (f" ({after[k]:.2f})" if k in after else "")
                            for k, v in s.items() if k != "total")
         exact = (f"{r['exact_acc_plain']:.4f} / {r['exact_nmi_plain']:.4f}, "

@@ -117,16 +117,21 @@ def test_a_record_names_the_tree_its_process_started_from(tmp_path, monkeypatch)
         assert json.load(f)["commit"] == "aaa1111"
 
 
-def test_scale_table_names_a_deformation_pairs_run(bench, tmp_path):
+def test_scale_table_names_a_deformation_pairs_run_and_a_seed_other_than_0(bench, tmp_path):
     base = os.path.join(bench.RESULTS, "2026-11-24-issue14-scale-n70000.json")
     with open(base) as f:
         record = json.load(f)
     record["deformation_pairs"] = True
-    path = tmp_path / "pairs.json"
-    path.write_text(json.dumps(record))
-    table = bench.render("scale", [base, str(path)])
+    paths = [base]
+    for seed in (1, 0):
+        record["config"]["seed"] = seed
+        paths.append(str(tmp_path / f"pairs{seed}.json"))
+        with open(paths[-1], "w") as f:
+            json.dump(record, f)
+    table = bench.render("scale", paths)
     rows = [line for line in table.splitlines() if line.startswith("| 70,000")]
-    assert [row.split(" | ")[0] for row in rows] == ["| 70,000", "| 70,000, deformation pairs"]
+    assert [row.split(" | ")[0] for row in rows] == [
+        "| 70,000", "| 70,000, deformation pairs", "| 70,000, deformation pairs, seed 1"]
 
 
 @pytest.mark.parametrize("tag", ["scale", "accept", "a/b"])
