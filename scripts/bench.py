@@ -594,6 +594,9 @@ def scale_table(paths):
     """Markdown: one row per ``scale`` record (its n, whether it ran with
     ``--deformation-pairs``, and its seed where not 0). "SpectralNet min" leaves out
     the exact reference (``spectralnet_seconds``); "total min" keeps it."""
+    def seed(r):
+        return r["config"].get("seed", 0)
+
     rows = [_load(p) for p in paths]
     print("\n".join(f"- {record_heading(r)}" for r in rows) + "\n")
     print("| n | SpectralNet ACC / NMI | ACC on MNIST's own / deformed digits "
@@ -601,9 +604,6 @@ def scale_table(paths):
           "| fresh 10k ACC | fresh points/s | SpectralNet min | SpectralNet min at 200 GFLOP/s "
           "| total min | peak RSS GiB | phases s (peak RSS GiB after each, if kept) |")
     print("|" + " --- |" * 12)
-    def seed(r):
-        return r["config"].get("seed", 0)
-
     for r in sorted(rows, key=lambda r: (r["n"], bool(r.get("deformation_pairs")), seed(r))):
         s, after = r["seconds"], r.get("peak_rss_gib_after", {})
         n = (f"{r['n']:,}" + (", deformation pairs" if r.get("deformation_pairs") else "")

@@ -2,6 +2,7 @@
 
 import os
 import re
+
 import numpy as np
 import pytest
 
