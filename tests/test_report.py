@@ -141,3 +141,31 @@ def test_a_scale_tag_that_would_join_the_main_tables_or_leave_the_folder_is_refu
     assert out.returncode == 2
     assert f"--tag must be a name of letters, digits, '_', '.' or '-' other than 'scale' and " \
            f"'accept' (the main tables' records), got --tag '{tag}'" in out.stderr
+
+
+def test_settled_epoch_is_where_the_loss_stays_within_the_tolerance_of_its_best(bench):
+    assert bench.settled_epoch([4.0, 2.0, 1.05, 1.2, 1.005, 1.0]) == 5  # 1.2 is the last above
+    assert bench.settled_epoch([1.0, 1.0]) == 1
+    assert bench.settled_epoch([2.0, 1.0, 1.5]) is None  # the last epoch is not within 1%
+
+
+def test_budget_table_reads_the_histories_of_scale_records_that_kept_them(bench, tmp_path):
+    without = os.path.join(bench.RESULTS, "2026-11-24-issue14-scale-n70000.json")
+    with open(without) as f:
+        record = json.load(f)
+    assert "history" not in record
+    lr = [1e-3] * 15 + [1e-4] * 5
+    record["config"].update(max_epochs=30, siamese_max_epochs=20)
+    record["siamese_history"] = {"val_loss": [2.0] * 10 + [1.0] * 10, "lr": lr}
+    record["history"] = {"val_loss": [3.0] * 18 + [2.0, 2.1], "lr": lr[:-1] + [1e-5]}
+    path = str(tmp_path / "with.json")
+    with open(path, "w") as f:
+        json.dump(record, f)
+    table = bench.render("budgets", [without, path])
+    rows = [line for line in table.splitlines() if line.startswith("| 70,000")]
+    steps = record["config"]["siamese_steps_per_epoch"], record["config"]["steps_per_epoch"]
+    assert rows == [
+        f"| 70,000 | Siamese | 20 / 20 | {steps[0]} | 1, 1e-04 | 1.00000 (11) | 1.00000 | 11 | 11 "
+        "| -50.00% |",
+        f"| 70,000 | SpectralNet | 20 / 30 | {steps[1]} | 2, 1e-05 | 2.00000 (19) | 2.10000 "
+        "| not at the end | not at the end | -6.33% |"]  # 2.81 against 3
