@@ -640,43 +640,52 @@ def scale_table(paths):
 
 def settled_epoch(val_loss, within=0.01):
     """The first epoch (1-based) from which the validation loss stays within
-    ``within`` (relative) of its final best: where a budget could have
-    stopped at that tolerance, read without labels. None if the last epoch
-    is not within it."""
+    ``within`` (relative) of its best: where a budget could have stopped at
+    that tolerance, read without labels. None if the last epoch is not
+    within it."""
     best = min(val_loss)
-    above = [i for i, v in enumerate(val_loss) if v > best * (1 + within)]
+    above = [i for i, v in enumerate(val_loss) if v > best + within * abs(best)]
     return 1 if not above else None if above[-1] == len(val_loss) - 1 else above[-1] + 2
 
 
 def budget_table(paths):
     """Markdown: for each ``scale`` record that kept its training histories
     (from commit ee0e16a), how each phase's budget ended: epochs run of the
-    maximum, learning-rate drops and the final rate, the best validation loss,
-    the epoch after which it stayed within 1% and 0.1% of it, and the change of
-    the mean validation loss over the last 10 epochs against the 10 before
-    (a minibatch estimate: noisy where a phase's validation set is small)."""
+    maximum, learning-rate drops (the epoch of the last) and the final rate,
+    the best validation loss, the epoch from which it stayed within 1% and
+    0.1% of it, and the change of the mean validation loss over the last 10
+    epochs against the 10 before ("—" under 20 epochs; a minibatch estimate,
+    noisy where a phase's validation set is small)."""
     def settled(val, within):
         epoch = settled_epoch(val, within)
         return "not at the end" if epoch is None else epoch
 
-    rows = [r for r in map(_load, paths) if "history" in r and "siamese_history" in r]
+    phases = (("Siamese", "siamese_history", "siamese_"), ("SpectralNet", "history", ""))
+    rows = [r for r in map(_load, paths) if any(r.get(key, {}).get("val_loss")
+                                                for _, key, _ in phases)]
     print("\n".join(f"- {record_heading(r)}" for r in rows) + "\n")
-    print("| run | phase | epochs run / max | steps per epoch | learning rate drops, final rate "
-          "| best val loss (epoch) | last val loss | within 1% from epoch | within 0.1% from epoch "
+    print("| run | phase | epochs run / max | steps per epoch "
+          "| learning rate drops (last at epoch), final rate | best val loss (epoch) "
+          "| last val loss | within 1% from epoch | within 0.1% from epoch "
           "| last 10 epochs' mean against the 10 before |")
     print("|" + " --- |" * 10)
     for r in sorted(rows, key=_scale_order):
         c = r["config"]
-        for phase, h, prefix in (("Siamese", r["siamese_history"], "siamese_"),
-                                 ("SpectralNet", r["history"], "")):
-            val, lr = h["val_loss"], h["lr"]
-            drops = sum(b < a for a, b in zip(lr, lr[1:]))
+        for phase, key, prefix in phases:
+            h = r.get(key, {})
+            val, lr = h.get("val_loss"), h.get("lr")
+            if not val:
+                continue
+            cuts = [i + 2 for i, (a, b) in enumerate(zip(lr, lr[1:])) if b < a] if lr else []
+            rates = (f"{len(cuts)}" + (f" ({cuts[-1]})" if cuts else "") + f", {lr[-1]:.0e}"
+                     if lr else "—")
+            steps = c.get(prefix + "steps_per_epoch") or "auto"
             best = int(np.argmin(val))
+            trend = (f"{np.mean(val[-10:]) / np.mean(val[-20:-10]) - 1:+.2%}" if len(val) >= 20
+                     else "—")
             print(f"| {scale_label(r)} | {phase} | {len(val)} / {c[prefix + 'max_epochs']} "
-                  f"| {c[prefix + 'steps_per_epoch']} | {drops}, {lr[-1]:.0e} "
-                  f"| {val[best]:.5f} ({best + 1}) | {val[-1]:.5f} "
-                  f"| {settled(val, 0.01)} | {settled(val, 0.001)} "
-                  f"| {np.mean(val[-10:]) / np.mean(val[-20:-10]) - 1:+.2%} |")
+                  f"| {steps} | {rates} | {val[best]:.5f} ({best + 1}) | {val[-1]:.5f} "
+                  f"| {settled(val, 0.01)} | {settled(val, 0.001)} | {trend} |")
 
 
 def main(argv=None):
