@@ -127,6 +127,8 @@ def render(renderer, paths):
         return _printed(saddle.cmd_table, one(records=paths))
     if renderer == "scale":
         return _printed(scale_table, paths)
+    if renderer == "budgets":
+        return _printed(budget_table, paths)
     if renderer == "mnist-status":
         return _printed(saddle.mnist_status, paths)
     if renderer == "distributed-scaling":  # an overhead record, then a split record
@@ -590,13 +592,25 @@ def scale_plot(paths):
     print(f"figure: {SCALE_PNG}")
 
 
-def scale_table(paths):
-    """Markdown: one row per ``scale`` record (its n, whether it ran with
-    ``--deformation-pairs``, and its seed where not 0). "SpectralNet min" leaves out
-    the exact reference (``spectralnet_seconds``); "total min" keeps it."""
-    def seed(r):
-        return r["config"].get("seed", 0)
+def _scale_seed(r):
+    return r["config"].get("seed", 0)
 
+
+def scale_label(r):
+    """A ``scale`` record's row name: its n, whether it ran with
+    ``--deformation-pairs``, and its seed where not 0."""
+    return (f"{r['n']:,}" + (", deformation pairs" if r.get("deformation_pairs") else "")
+            + (f", seed {_scale_seed(r)}" if _scale_seed(r) else ""))
+
+
+def _scale_order(r):
+    return r["n"], bool(r.get("deformation_pairs")), _scale_seed(r)
+
+
+def scale_table(paths):
+    """Markdown: one row per ``scale`` record (``scale_label``). "SpectralNet
+    min" leaves out the exact reference (``spectralnet_seconds``); "total min"
+    keeps it."""
     rows = [_load(p) for p in paths]
     print("\n".join(f"- {record_heading(r)}" for r in rows) + "\n")
     print("| n | SpectralNet ACC / NMI | ACC on MNIST's own / deformed digits "
@@ -604,10 +618,9 @@ def scale_table(paths):
           "| fresh 10k ACC | fresh points/s | SpectralNet min | SpectralNet min at 200 GFLOP/s "
           "| total min | peak RSS GiB | phases s (peak RSS GiB after each, if kept) |")
     print("|" + " --- |" * 12)
-    for r in sorted(rows, key=lambda r: (r["n"], bool(r.get("deformation_pairs")), seed(r))):
+    for r in sorted(rows, key=_scale_order):
         s, after = r["seconds"], r.get("peak_rss_gib_after", {})
-        n = (f"{r['n']:,}" + (", deformation pairs" if r.get("deformation_pairs") else "")
-             + (f", seed {seed(r)}" if seed(r) else ""))
+        n = scale_label(r)
         phases = ", ".join(f"{k} {v:.0f}" + (f" ({after[k]:.2f})" if k in after else "")
                            for k, v in s.items() if k != "total")
         exact = (f"{r['exact_acc_plain']:.4f} / {r['exact_nmi_plain']:.4f}, "
@@ -623,6 +636,56 @@ def scale_table(paths):
               f"| {r['kmeans_acc']:.4f} "
               f"| {fresh} | {own:.1f} | {own * r['matmul_gflops'] / 200:.1f} "
               f"| {s['total'] / 60:.1f} | {r['peak_rss_gib']:.2f} | {phases} |")
+
+
+def settled_epoch(val_loss, within=0.01):
+    """The first epoch (1-based) from which the validation loss stays within
+    ``within`` (relative) of its best: where a budget could have stopped at
+    that tolerance, read without labels. None if the last epoch is not
+    within it."""
+    best = min(val_loss)
+    above = [i for i, v in enumerate(val_loss) if v > best + within * abs(best)]
+    return 1 if not above else None if above[-1] == len(val_loss) - 1 else above[-1] + 2
+
+
+def budget_table(paths):
+    """Markdown: for each ``scale`` record that kept its training histories
+    (from commit ee0e16a), how each phase's budget ended: epochs run of the
+    maximum, learning-rate drops (the epoch of the last) and the final rate,
+    the best validation loss, the epoch from which it stayed within 1% and
+    0.1% of it, and the change of the mean validation loss over the last 10
+    epochs against the 10 before ("—" under 20 epochs; a minibatch estimate,
+    noisy where a phase's validation set is small)."""
+    def settled(val, within):
+        epoch = settled_epoch(val, within)
+        return "not at the end" if epoch is None else epoch
+
+    phases = (("Siamese", "siamese_history", "siamese_"), ("SpectralNet", "history", ""))
+    rows = [r for r in map(_load, paths) if any(r.get(key, {}).get("val_loss")
+                                                for _, key, _ in phases)]
+    print("\n".join(f"- {record_heading(r)}" for r in rows) + "\n")
+    print("| run | phase | epochs run / max | steps per epoch "
+          "| learning rate drops (last at epoch), final rate | best val loss (epoch) "
+          "| last val loss | within 1% from epoch | within 0.1% from epoch "
+          "| last 10 epochs' mean against the 10 before |")
+    print("|" + " --- |" * 10)
+    for r in sorted(rows, key=_scale_order):
+        c = r["config"]
+        for phase, key, prefix in phases:
+            h = r.get(key, {})
+            val, lr = h.get("val_loss"), h.get("lr")
+            if not val:
+                continue
+            cuts = [i + 2 for i, (a, b) in enumerate(zip(lr, lr[1:])) if b < a] if lr else []
+            rates = (f"{len(cuts)}" + (f" ({cuts[-1]})" if cuts else "") + f", {lr[-1]:.0e}"
+                     if lr else "—")
+            steps = c.get(prefix + "steps_per_epoch") or "auto"
+            best = int(np.argmin(val))
+            trend = (f"{np.mean(val[-10:]) / np.mean(val[-20:-10]) - 1:+.2%}" if len(val) >= 20
+                     else "—")
+            print(f"| {scale_label(r)} | {phase} | {len(val)} / {c[prefix + 'max_epochs']} "
+                  f"| {steps} | {rates} | {val[best]:.5f} ({best + 1}) | {val[-1]:.5f} "
+                  f"| {settled(val, 0.01)} | {settled(val, 0.001)} | {trend} |")
 
 
 def main(argv=None):

@@ -6,6 +6,9 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# The suite runs on two worker processes (pytest.ini); on a GPU each would
+# otherwise reserve nearly all of its memory at start (TensorFlow's GPU guide).
+os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
 sys.path.insert(0, ROOT)
 
 

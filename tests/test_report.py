@@ -141,3 +141,48 @@ def test_a_scale_tag_that_would_join_the_main_tables_or_leave_the_folder_is_refu
     assert out.returncode == 2
     assert f"--tag must be a name of letters, digits, '_', '.' or '-' other than 'scale' and " \
            f"'accept' (the main tables' records), got --tag '{tag}'" in out.stderr
+
+
+def test_settled_epoch_is_where_the_loss_stays_within_the_tolerance_of_its_best(bench):
+    losses = [4.0, 2.0, 1.05, 1.2, 1.005, 1.0]
+    assert bench.settled_epoch(losses) == 5  # 1.2 is the last above 1.01
+    assert bench.settled_epoch(losses, within=0.001) == 6  # 1.005 is above 1.001
+    assert bench.settled_epoch([1.0, 1.0]) == 1
+    assert bench.settled_epoch([2.0, 1.0, 1.5]) is None  # the last epoch is not within 1%
+    assert bench.settled_epoch([-1.0, -2.0, -1.995]) == 2  # within 1% of |best|
+
+
+def test_budget_table_reads_the_histories_of_scale_records_that_kept_them(bench, tmp_path):
+    with open(os.path.join(bench.RESULTS, "2026-11-24-issue14-scale-n70000.json")) as f:
+        record = json.load(f)
+    for key in ("history", "siamese_history"):
+        record.pop(key, None)
+    paths = [str(tmp_path / "without.json"), str(tmp_path / "with.json"),
+             str(tmp_path / "short.json")]
+    with open(paths[0], "w") as f:
+        json.dump(record, f)
+    record["config"].update(max_epochs=30, siamese_max_epochs=25, siamese_steps_per_epoch=None)
+    lr = [1e-3] * 15 + [1e-4] * 10
+    # Within 1% of the best from epoch 23 (1.02 is the last above), 0.1% from 25.
+    record["siamese_history"] = {"val_loss": [2.0] * 20 + [1.5, 1.02, 1.01, 1.005, 1.0],
+                                 "lr": lr}
+    record["history"] = {"val_loss": [3.0] * 23 + [2.0, 2.1], "lr": lr[:-1] + [1e-5]}
+    with open(paths[1], "w") as f:
+        json.dump(record, f)
+    record["config"]["seed"] = 1
+    record["siamese_history"] = {"val_loss": [1.0] * 5, "lr": [1e-3] * 5}  # under 20 epochs
+    del record["history"]  # a run without the spectral history: its Siamese row alone
+    with open(paths[2], "w") as f:
+        json.dump(record, f)
+    table = bench.render("budgets", paths)
+    headings = [line for line in table.splitlines() if line.startswith("- ")]
+    assert len(headings) == 2  # the record without histories is left out
+    rows = [line for line in table.splitlines() if line.startswith("| 70,000")]
+    spectral_steps = record["config"]["steps_per_epoch"]
+    assert rows == [
+        "| 70,000 | Siamese | 25 / 25 | auto | 1 (16), 1e-04 | 1.00000 (25) | 1.00000 | 23 | 25 "
+        "| -22.32% |",  # 1.5535 against 2.0
+        f"| 70,000 | SpectralNet | 25 / 30 | {spectral_steps} | 2 (25), 1e-05 | 2.00000 (24) "
+        "| 2.10000 | not at the end | not at the end | -6.33% |",  # 2.81 against 3.0
+        "| 70,000, seed 1 | Siamese | 5 / 25 | auto | 0, 1e-03 | 1.00000 (1) | 1.00000 | 1 | 1 "
+        "| — |"]
