@@ -607,17 +607,23 @@ def _scale_order(r):
     return r["n"], bool(r.get("deformation_pairs")), _scale_seed(r)
 
 
+def _table_head(records, columns):
+    """Print the records' headings, then a Markdown table's header row."""
+    print("\n".join(f"- {record_heading(r)}" for r in records) + "\n")
+    print("| " + " | ".join(columns) + " |")
+    print("|" + " --- |" * len(columns))
+
+
 def scale_table(paths):
     """Markdown: one row per ``scale`` record (``scale_label``). "SpectralNet
     min" leaves out the exact reference (``spectralnet_seconds``); "total min"
     keeps it."""
     rows = [_load(p) for p in paths]
-    print("\n".join(f"- {record_heading(r)}" for r in rows) + "\n")
-    print("| n | SpectralNet ACC / NMI | ACC on MNIST's own / deformed digits "
-          "| exact SC, kNN graph: ACC / NMI, s | k-means on codes ACC "
-          "| fresh 10k ACC | fresh points/s | SpectralNet min | SpectralNet min at 200 GFLOP/s "
-          "| total min | peak RSS GiB | phases s (peak RSS GiB after each, if kept) |")
-    print("|" + " --- |" * 12)
+    _table_head(rows, [
+        "n", "SpectralNet ACC / NMI", "ACC on MNIST's own / deformed digits",
+        "exact SC, kNN graph: ACC / NMI, s", "k-means on codes ACC", "fresh 10k ACC",
+        "fresh points/s", "SpectralNet min", "SpectralNet min at 200 GFLOP/s", "total min",
+        "peak RSS GiB", "phases s (peak RSS GiB after each, if kept)"])
     for r in sorted(rows, key=_scale_order):
         s, after = r["seconds"], r.get("peak_rss_gib_after", {})
         n = scale_label(r)
@@ -663,12 +669,11 @@ def budget_table(paths):
     phases = (("Siamese", "siamese_history", "siamese_"), ("SpectralNet", "history", ""))
     rows = [r for r in map(_load, paths) if any(r.get(key, {}).get("val_loss")
                                                 for _, key, _ in phases)]
-    print("\n".join(f"- {record_heading(r)}" for r in rows) + "\n")
-    print("| run | phase | epochs run / max | steps per epoch "
-          "| learning rate drops (last at epoch), final rate | best val loss (epoch) "
-          "| last val loss | within 1% from epoch | within 0.1% from epoch "
-          "| last 10 epochs' mean against the 10 before |")
-    print("|" + " --- |" * 10)
+    _table_head(rows, [
+        "run", "phase", "epochs run / max", "steps per epoch",
+        "learning rate drops (last at epoch), final rate", "best val loss (epoch)",
+        "last val loss", "within 1% from epoch", "within 0.1% from epoch",
+        "last 10 epochs' mean against the 10 before"])
     for r in sorted(rows, key=_scale_order):
         c = r["config"]
         for phase, key, prefix in phases:
