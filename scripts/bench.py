@@ -480,8 +480,9 @@ def bench_scale(args, command):
         "rss_trace": trace, "acc": r["acc"], "nmi": r["nmi"],
         "kmeans_acc": r["kmeans_acc"], "kmeans_nmi": r["kmeans_nmi"],
         **{key: r[key] for key in ("exact_acc_plain", "exact_nmi_plain", "exact_plain_timeout",
-                                   "by_part", "deformation_pairs", "history",
-                                   "siamese_history") if key in r},
+                                   "exact_eigenvalues_plain", "exact_cluster_sizes_plain",
+                                   "exact_edge_purity_plain", "by_part", "deformation_pairs",
+                                   "history", "siamese_history") if key in r},
         "epochs": r["epochs"], "iterations": r["iterations"], "config": r["config"]}
     if "test_acc" in r:
         record["fresh"] = {"n": r["n_test"], "acc": r["test_acc"], "nmi": r["test_nmi"],

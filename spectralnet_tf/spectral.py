@@ -128,9 +128,31 @@ def spectral_clustering(x, n_clusters, affinity, laplacian="unnormalized",
                          time_limit)
 
 
+def spectrum(w, k, laplacian="unnormalized", time_limit=None):
+    """The k smallest eigenvalues (ascending) and eigenvectors of the
+    Laplacian of ``w`` (dense or sparse)."""
+    return smallest_eigenvectors(laplacian_matrix(w, laplacian), k, time_limit=time_limit)
+
+
 def laplacian_eigenvectors(w, k, laplacian="unnormalized", time_limit=None):
     """The k smallest eigenvectors of the Laplacian of ``w`` (dense or sparse)."""
-    return smallest_eigenvectors(laplacian_matrix(w, laplacian), k, time_limit=time_limit)[1]
+    return spectrum(w, k, laplacian, time_limit)[1]
+
+
+def edge_purity(w, labels):
+    """Per point, the share of its edge weight in ``w`` (dense or sparse,
+    the diagonal left out) that joins it to points of its own label; NaN for
+    a point without edges. A graph cut cannot agree with the labels better
+    than its edges do: a diagnostic, read with labels, never a choice."""
+    w = sp.csr_matrix(w)
+    labels = np.unique(np.asarray(labels), return_inverse=True)[1]
+    onehot = sp.csr_matrix((np.ones(len(labels)), (np.arange(len(labels)), labels)))
+    diag = w.diagonal()
+    # (W Y)_{i, y_i}: the weight from i to its own label, less the self-loop.
+    same = np.asarray((w @ onehot)[np.arange(len(labels)), labels]).ravel() - diag
+    total = np.asarray(w.sum(axis=1)).ravel() - diag
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return same / total
 
 
 def cluster_graph(w, n_clusters, laplacian="unnormalized", random_state=0, time_limit=None):
