@@ -2,8 +2,10 @@
 
 import json
 
+import numpy as np
 
 from spectralnet_tf import cli
+from spectralnet_tf.datasets import load_dataset
 
 
 def test_run_writes_results_and_plots(tmp_path):
@@ -84,6 +86,14 @@ def test_exact_knn_reports_the_plain_graph_and_a_time_limit_passed(tmp_path, mon
     assert knn["exact_graph_plain"] == {"n_nbrs": 10, "scale_nbr": 3}
     assert knn["exact_acc_plain"] == grassmann["exact_acc_plain"] == 1.0
     assert "exact_plain" in knn["seconds"] and "exact_acc" not in knn
+    # Without labels: k + 1 eigenvalues, ascending, the first 0; the clusters'
+    # sizes, here the two rings' (ACC 1). With labels: the graph's edge purity.
+    vals = knn["exact_eigenvalues_plain"]
+    assert len(vals) == 3 and vals == sorted(vals) and abs(vals[0]) < 1e-8
+    _, y, _ = load_dataset("cc")
+    assert knn["exact_cluster_sizes_plain"] == sorted(np.bincount(y).tolist(), reverse=True)
+    assert set(knn["exact_edge_purity_plain"]) == {"all"}
+    assert 0.5 < knn["exact_edge_purity_plain"]["all"] <= 1.0
 
     import spectralnet_tf.spectral as spectral
 

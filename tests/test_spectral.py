@@ -5,8 +5,8 @@ import scipy.sparse as sp
 from spectralnet_tf.affinity import GaussianKNNAffinity
 from spectralnet_tf.datasets import load_dataset
 from spectralnet_tf.metrics import acc
-from spectralnet_tf.spectral import (harmonic_labels, laplacian_matrix, smallest_eigenvectors,
-                                     spectral_clustering)
+from spectralnet_tf.spectral import (edge_purity, harmonic_labels, laplacian_matrix,
+                                     smallest_eigenvectors, spectral_clustering)
 
 
 def test_exact_spectral_clustering_separates_nested_cs():
@@ -119,3 +119,12 @@ def test_harmonic_labels_leave_unreached_components_unlabeled_and_refuse_no_labe
         harmonic_labels(w, [-1] * 5, 2)
     with pytest.raises(ValueError, match=r"partial_labels\[1\]=2"):
         harmonic_labels(w, [0, 2, -1, -1, -1], 2)
+
+
+def test_edge_purity_is_each_points_weight_to_its_own_label():
+    w = np.array([[1, 2, 0, 1], [2, 0, 3, 0], [0, 3, 0, 4], [1, 0, 4, 5.0]])
+    # Row 0: weight 2 of 3 to its label (the self-loop left out); row 3: 4 of 5.
+    want = [2 / 3, 2 / 5, 4 / 7, 4 / 5]
+    np.testing.assert_allclose(edge_purity(w, [0, 0, 1, 1]), want)
+    np.testing.assert_allclose(edge_purity(sp.csr_matrix(w), ["b", "b", "a", "a"]), want)
+    assert np.isnan(edge_purity(np.eye(2), [0, 1])).all()  # no edges but self-loops
