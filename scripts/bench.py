@@ -129,6 +129,8 @@ def render(renderer, paths):
         return _printed(scale_table, paths)
     if renderer == "budgets":
         return _printed(budget_table, paths)
+    if renderer == "graphs":
+        return _printed(graph_table, paths)
     if renderer == "mnist-status":
         return _printed(saddle.mnist_status, paths)
     if renderer == "distributed-scaling":  # an overhead record, then a split record
@@ -692,6 +694,32 @@ def budget_table(paths):
             print(f"| {scale_label(r)} | {phase} | {len(val)} / {c[prefix + 'max_epochs']} "
                   f"| {steps} | {rates} | {val[best]:.5f} ({best + 1}) | {val[-1]:.5f} "
                   f"| {settled(val, 0.01)} | {settled(val, 0.001)} | {trend} |")
+
+
+def graph_table(paths):
+    """Markdown: for each ``scale`` record with the exact reference's
+    diagnostics (from commit a298b92), how well its graph (the plain kNN graph
+    in the trained distance) determines a clustering. Without labels: the
+    k-th and (k+1)-th smallest Laplacian eigenvalues, their relative gap
+    ``1 - lambda_k / lambda_k+1``, and the smallest and largest cluster of
+    exact SC. With labels, for the record: exact SC's ACC in all and on each
+    part, and the graph's mean edge purity (``spectral.edge_purity``)."""
+    rows = [r for r in map(_load, paths) if "exact_eigenvalues_plain" in r]
+    _table_head(rows, [
+        "run", "exact SC ACC", "on MNIST's own / deformed digits", "lambda_k", "lambda_k+1",
+        "relative gap", "smallest / largest cluster", "edge purity",
+        "on MNIST's own / deformed digits"])
+    for r in sorted(rows, key=_scale_order):
+        *_, lam_k, lam_next = r["exact_eigenvalues_plain"]
+        sizes, purity = r["exact_cluster_sizes_plain"], r["exact_edge_purity_plain"]
+        parts = ("original", "deformed")
+        by_part = (" / ".join(f"{r['by_part'][p]['exact_acc_plain']:.4f}" for p in parts)
+                   if "by_part" in r else "—")
+        purity_parts = (" / ".join(f"{purity[p]:.4f}" for p in parts) if "deformed" in purity
+                        else "—")
+        print(f"| {scale_label(r)} | {r['exact_acc_plain']:.4f} | {by_part} | {lam_k:.3e} "
+              f"| {lam_next:.3e} | {1 - lam_k / lam_next:.4f} | {sizes[-1]:,} / {sizes[0]:,} "
+              f"| {purity['all']:.4f} | {purity_parts} |")
 
 
 def main(argv=None):

@@ -186,3 +186,23 @@ def test_budget_table_reads_the_histories_of_scale_records_that_kept_them(bench,
         "| 2.10000 | not at the end | not at the end | -6.33% |",  # 2.81 against 3.0
         "| 70,000, seed 1 | Siamese | 5 / 25 | auto | 0, 1e-03 | 1.00000 (1) | 1.00000 | 1 | 1 "
         "| — |"]
+
+
+def test_graph_table_reads_the_exact_references_diagnostics(bench, tmp_path):
+    with open(os.path.join(bench.RESULTS, "2026-11-24-issue14-scale-n70000.json")) as f:
+        record = json.load(f)
+    paths = [str(tmp_path / "without.json"), str(tmp_path / "with.json")]
+    with open(paths[0], "w") as f:
+        json.dump(record, f)  # no diagnostics: left out
+    record.update(exact_acc_plain=0.9, exact_eigenvalues_plain=[0.0] * 9 + [0.03, 0.04],
+                  exact_cluster_sizes_plain=[30000, 20000, 5],
+                  exact_edge_purity_plain={"all": 0.95, "original": 0.98, "deformed": 0.925})
+    record["by_part"] = {"original": {"acc": 0.97, "exact_acc_plain": 0.91},
+                         "deformed": {"acc": 0.95, "exact_acc_plain": 0.875}}
+    with open(paths[1], "w") as f:
+        json.dump(record, f)
+    table = bench.render("graphs", paths)
+    assert len([line for line in table.splitlines() if line.startswith("- ")]) == 1
+    rows = [line for line in table.splitlines() if line.startswith("| 70,000")]
+    assert rows == ["| 70,000 | 0.9000 | 0.9100 / 0.8750 | 3.000e-02 | 4.000e-02 | 0.2500 "
+                    "| 5 / 30,000 | 0.9500 | 0.9800 / 0.9250 |"]
