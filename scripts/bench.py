@@ -483,8 +483,9 @@ def bench_scale(args, command):
         "kmeans_acc": r["kmeans_acc"], "kmeans_nmi": r["kmeans_nmi"],
         **{key: r[key] for key in ("exact_acc_plain", "exact_nmi_plain", "exact_plain_timeout",
                                    "exact_eigenvalues_plain", "exact_cluster_sizes_plain",
-                                   "exact_edge_purity_plain", "by_part", "deformation_pairs",
-                                   "history", "siamese_history") if key in r},
+                                   "exact_edge_purity_plain", "exact_kmeans_runs_plain",
+                                   "by_part", "deformation_pairs", "history",
+                                   "siamese_history") if key in r},
         "epochs": r["epochs"], "iterations": r["iterations"], "config": r["config"]}
     if "test_acc" in r:
         record["fresh"] = {"n": r["n_test"], "acc": r["test_acc"], "nmi": r["test_nmi"],

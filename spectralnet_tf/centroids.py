@@ -29,11 +29,21 @@ def fit_centroids(embedding, n_clusters, seed):
 def kmeans_labels(x, n_clusters, seed):
     """k-means clusters of every row of x: ``kmeans``, then each row's
     nearest centroid (scikit-learn's, in chunks); on all rows when they fit."""
+    return kmeans_labels_inertia(x, n_clusters, seed)[0]
+
+
+def kmeans_labels_inertia(x, n_clusters, seed):
+    """``kmeans_labels`` and its inertia on every row of x (the sum of squared
+    distances to the nearest centroid; k-means' own objective, no labels)."""
     model = kmeans(x, n_clusters, seed)
     if len(x) <= KMEANS_FIT_MAX:
-        return model.labels_
-    return np.concatenate([model.predict(x[s:s + ASSIGN_CHUNK])
-                           for s in range(0, len(x), ASSIGN_CHUNK)])
+        return model.labels_, float(model.inertia_)
+    labels, inertia = [], 0.0
+    for s in range(0, len(x), ASSIGN_CHUNK):
+        chunk = x[s:s + ASSIGN_CHUNK]
+        labels.append(model.predict(chunk))
+        inertia -= model.score(chunk)  # score is minus the chunk's inertia
+    return np.concatenate(labels), inertia
 
 
 def centroid_distances(y, centers):

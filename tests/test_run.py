@@ -94,6 +94,9 @@ def test_exact_knn_reports_the_plain_graph_and_a_time_limit_passed(tmp_path, mon
     assert knn["exact_cluster_sizes_plain"] == sorted(np.bincount(y).tolist(), reverse=True)
     assert set(knn["exact_edge_purity_plain"]) == {"all"}
     assert 0.5 < knn["exact_edge_purity_plain"]["all"] <= 1.0
+    runs = knn["exact_kmeans_runs_plain"]
+    assert [run["seed"] for run in runs] == list(range(cli.EXACT_KMEANS_RUNS))  # from --seed 0
+    assert runs[0]["acc"] == knn["exact_acc_plain"] and all(run["inertia"] > 0 for run in runs)
 
     import spectralnet_tf.spectral as spectral
 
