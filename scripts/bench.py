@@ -712,14 +712,15 @@ def graph_table(paths):
         "on MNIST's own / deformed digits"])
     for r in sorted(rows, key=_scale_order):
         *_, lam_k, lam_next = r["exact_eigenvalues_plain"]
+        gap = f"{1 - lam_k / lam_next:.4f}" if lam_next > 0 else "—"  # > k components
         sizes, purity = r["exact_cluster_sizes_plain"], r["exact_edge_purity_plain"]
         parts = ("original", "deformed")
         by_part = (" / ".join(f"{r['by_part'][p]['exact_acc_plain']:.4f}" for p in parts)
-                   if "by_part" in r else "—")
-        purity_parts = (" / ".join(f"{purity[p]:.4f}" for p in parts) if "deformed" in purity
-                        else "—")
+                   if "exact_acc_plain" in r.get("by_part", {}).get("original", {}) else "—")
+        purity_parts = " / ".join("—" if purity.get(p) is None else f"{purity[p]:.4f}"
+                                  for p in parts)
         print(f"| {scale_label(r)} | {r['exact_acc_plain']:.4f} | {by_part} | {lam_k:.3e} "
-              f"| {lam_next:.3e} | {1 - lam_k / lam_next:.4f} | {sizes[-1]:,} / {sizes[0]:,} "
+              f"| {lam_next:.3e} | {gap} | {sizes[-1]:,} / {sizes[0]:,} "
               f"| {purity['all']:.4f} | {purity_parts} |")
 
 

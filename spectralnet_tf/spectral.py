@@ -140,11 +140,14 @@ def laplacian_eigenvectors(w, k, laplacian="unnormalized", time_limit=None):
 
 
 def edge_purity(w, labels):
-    """Per point, the share of its edge weight in ``w`` (dense or sparse,
-    the diagonal left out) that joins it to points of its own label; NaN for
-    a point without edges. A graph cut cannot agree with the labels better
+    """Per point i, the share of its edge weight in ``w`` (dense or sparse;
+    row i, the diagonal left out) that joins it to points of its own label;
+    NaN for a point without edges. A graph cut cannot agree with the labels better
     than its edges do: a diagnostic, read with labels, never a choice."""
     w = sp.csr_matrix(w)
+    if len(labels) != w.shape[0]:
+        raise ValueError(f"labels must have one entry per row of w ({w.shape[0]}), got "
+                         f"len(labels)={len(labels)}.")
     labels = np.unique(np.asarray(labels), return_inverse=True)[1]
     onehot = sp.csr_matrix((np.ones(len(labels)), (np.arange(len(labels)), labels)))
     diag = w.diagonal()

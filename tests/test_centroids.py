@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from spectralnet_tf import centroids
 
@@ -31,3 +32,15 @@ def test_kmeans_below_the_cap_is_plain_kmeans_on_all_points():
     x, _ = _blobs(600)
     np.testing.assert_array_equal(centroids.kmeans_labels(x, 4, seed=1),
                                   KMeans(4, n_init=10, random_state=1).fit_predict(x))
+
+
+def test_kmeans_inertia_is_over_every_point_also_when_fitted_on_a_sample(monkeypatch):
+    x, _ = _blobs(5000)
+    for cap, chunk in ((100_000, 65536), (400, 999)):  # on all points; sample, chunks
+        monkeypatch.setattr(centroids, "KMEANS_FIT_MAX", cap)
+        monkeypatch.setattr(centroids, "ASSIGN_CHUNK", chunk)
+        labels, inertia = centroids.kmeans_labels_inertia(x, 4, seed=0)
+        centers = centroids.kmeans(x, 4, seed=0).cluster_centers_
+        want = float(((x - centers[labels]) ** 2).sum())
+        assert inertia == pytest.approx(want, rel=1e-4)
+        np.testing.assert_array_equal(labels, centroids.kmeans_labels(x, 4, seed=0))

@@ -206,3 +206,13 @@ def test_graph_table_reads_the_exact_references_diagnostics(bench, tmp_path):
     rows = [line for line in table.splitlines() if line.startswith("| 70,000")]
     assert rows == ["| 70,000 | 0.9000 | 0.9100 / 0.8750 | 3.000e-02 | 4.000e-02 | 0.2500 "
                     "| 5 / 30,000 | 0.9500 | 0.9800 / 0.9250 |"]
+    # More than k components (no gap to divide by), no parts, no edges in a part.
+    record.update(exact_eigenvalues_plain=[0.0] * 11,
+                  exact_edge_purity_plain={"all": 0.95, "original": None, "deformed": 0.9})
+    del record["by_part"]
+    with open(paths[1], "w") as f:
+        json.dump(record, f)
+    rows = [line for line in bench.render("graphs", paths[1:]).splitlines()
+            if line.startswith("| 70,000")]
+    assert rows == ["| 70,000 | 0.9000 | — | 0.000e+00 | 0.000e+00 | — | 5 / 30,000 | 0.9500 "
+                    "| — / 0.9000 |"]

@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from spectralnet_tf import cli
 from spectralnet_tf.datasets import load_dataset
@@ -107,3 +108,24 @@ def test_exact_knn_reports_the_plain_graph_and_a_time_limit_passed(tmp_path, mon
                             "--exact-time-limit", "1e-6"])
     assert "did not converge" in late["exact_plain_timeout"] and "exact_acc_plain" not in late
     assert 0.0 <= late["acc"] <= 1.0
+
+
+def test_exact_reference_reports_edge_purity_per_part_and_kmeans_runs():
+    """The mean edge purity of all points is the size-weighted mean of the
+    parts'; k-means runs are recorded only when more than one is asked for."""
+    from types import SimpleNamespace
+
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+
+    x, y, k = load_dataset("cc")
+    net = SimpleNamespace(n_clusters=k, laplacian="unnormalized")
+    parts = {"first": slice(0, 1000), "rest": slice(1000, None)}
+    aff = GaussianKNNAffinity(n_nbrs=8, scale_nbr=2)
+    labels, vecs, one = cli.exact_reference(net, aff, x, y, 0, len(x), parts=parts)
+    assert vecs.shape == (len(x), k) and "exact_kmeans_runs" not in one
+    purity = one["exact_edge_purity"]
+    assert (1000 * purity["first"] + (len(x) - 1000) * purity["rest"]) / len(x) == \
+        pytest.approx(purity["all"], abs=1e-12)
+    _, _, three = cli.exact_reference(net, aff, x, y, 0, len(x), kmeans_runs=3)
+    assert [run["seed"] for run in three["exact_kmeans_runs"]] == [0, 1, 2]
+    assert three["exact_kmeans_runs"][0]["acc"] == three["exact_acc"] == one["exact_acc"]

@@ -128,3 +128,9 @@ def test_edge_purity_is_each_points_weight_to_its_own_label():
     np.testing.assert_allclose(edge_purity(w, [0, 0, 1, 1]), want)
     np.testing.assert_allclose(edge_purity(sp.csr_matrix(w), ["b", "b", "a", "a"]), want)
     assert np.isnan(edge_purity(np.eye(2), [0, 1])).all()  # no edges but self-loops
+    # Row i's weights, not column i's: a directed graph is read by rows.
+    np.testing.assert_allclose(edge_purity(np.array([[0, 1, 3], [0, 0, 2], [1, 0, 0.0]]),
+                                           [0, 0, 1]), [1 / 4, 0, 0])
+    with pytest.raises(ValueError, match=r"labels must have one entry per row of w \(4\), "
+                                         r"got len\(labels\)=3\."):
+        edge_purity(w, [0, 0, 1])
