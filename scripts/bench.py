@@ -710,11 +710,11 @@ def graph_table(paths):
         "run", "exact SC ACC", "on MNIST's own / deformed digits", "lambda_k", "lambda_k+1",
         "relative gap", "smallest / largest cluster", "edge purity",
         "on MNIST's own / deformed digits"])
+    parts = ("original", "deformed")
     for r in sorted(rows, key=_scale_order):
         *_, lam_k, lam_next = r["exact_eigenvalues_plain"]
         gap = f"{1 - lam_k / lam_next:.4f}" if lam_next > 0 else "—"  # > k components
         sizes, purity = r["exact_cluster_sizes_plain"], r["exact_edge_purity_plain"]
-        parts = ("original", "deformed")
         by_part = (" / ".join(f"{r['by_part'][p]['exact_acc_plain']:.4f}" for p in parts)
                    if "exact_acc_plain" in r.get("by_part", {}).get("original", {}) else "—")
         purity_parts = " / ".join("—" if purity.get(p) is None else f"{purity[p]:.4f}"

@@ -149,10 +149,11 @@ def edge_purity(w, labels):
         raise ValueError(f"labels must have one entry per row of w ({w.shape[0]}), got "
                          f"len(labels)={len(labels)}.")
     labels = np.unique(np.asarray(labels), return_inverse=True)[1]
-    onehot = sp.csr_matrix((np.ones(len(labels)), (np.arange(len(labels)), labels)))
+    rows = np.arange(len(labels))
+    onehot = sp.csr_matrix((np.ones(len(labels)), (rows, labels)))
     diag = w.diagonal()
     # (W Y)_{i, y_i}: the weight from i to its own label, less the self-loop.
-    same = np.asarray((w @ onehot)[np.arange(len(labels)), labels]).ravel() - diag
+    same = np.asarray((w @ onehot)[rows, labels]).ravel() - diag
     total = np.asarray(w.sum(axis=1)).ravel() - diag
     with np.errstate(invalid="ignore", divide="ignore"):
         return same / total
