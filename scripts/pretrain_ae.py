@@ -24,6 +24,7 @@ import json
 import os
 import shutil
 import sys
+from functools import partial
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -39,6 +40,7 @@ from spectralnet_tf.centroids import assign, fit_centroids  # noqa: E402
 from spectralnet_tf.checkpoint import Checkpointer  # noqa: E402
 from spectralnet_tf.datasets import (DATA_DIR_ENV, MNIST_IMAGE_SHAPE, MNIST_N_TRAIN,  # noqa: E402
                                      infimnist, mnist, reuters)
+from spectralnet_tf.infimnist import redeform  # noqa: E402
 from spectralnet_tf.metrics import acc, nmi  # noqa: E402
 from spectralnet_tf.resources import sha256  # noqa: E402
 from spectralnet_tf.streaming import Rows, map_batches  # noqa: E402
@@ -78,6 +80,10 @@ def parse_args(argv=None):
     p.add_argument("--max-shift", type=float, default=0.0,
                    help="MNIST augmentation: move each image by a random offset of up to "
                         "this many pixels along each axis (the committed 60k weights use 2)")
+    p.add_argument("--denoise-deformations", action="store_true",
+                   help="digits: the input is each digit warped afresh each epoch by a "
+                        "deformation of infinite MNIST's law (elastic, affine, translation), "
+                        "the target the digit itself")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data-dir", help=f"folder with mnist.npz / reuters.h5 (default: ${DATA_DIR_ENV})")
     p.add_argument("--out", help="weight file (default: pretrained_ae/ae_<dset>[_train60k]_weights.h5)")
@@ -101,6 +107,8 @@ def parse_args(argv=None):
         p.error(f"--max-shift must be >= 0, got {args.max_shift}.")
     if args.max_shift and args.dset == "reuters":
         p.error(f"--max-shift moves images; --dset {args.dset} has none.")
+    if args.denoise_deformations and args.dset == "reuters":
+        p.error(f"--denoise-deformations warps images; --dset {args.dset} has none.")
     if not 0.0 <= args.input_dropout < 1.0:
         p.error(f"--input-dropout must be in [0, 1), got {args.input_dropout}.")
     return args
@@ -171,7 +179,9 @@ def main(argv=None):
     history = train_autoencoder(
         autoencoder, x, epochs=args.epochs, batch_size=args.batch_size,
         learning_rate=args.lr, input_dropout=args.input_dropout, max_shift=args.max_shift,
-        image_shape=None if args.dset == "reuters" else MNIST_IMAGE_SHAPE, seed=args.seed,
+        image_shape=None if args.dset == "reuters" else MNIST_IMAGE_SHAPE,
+        deform=partial(redeform, seed=args.seed) if args.denoise_deformations else None,
+        seed=args.seed,
         verbose=0 if args.quiet else 1, checkpointer=checkpointer if chief or args.resume else None,
         strategy=strategy)
     # Every worker predicts: under a strategy Keras's predict gathers across them.
@@ -189,6 +199,7 @@ def main(argv=None):
         "architecture": "-".join(str(d) for d in (x.shape[1], 500, 500, 2000, 10))
         + f" ReLU, linear code, mirrored decoder, {OUTPUT_ACTIVATION[args.dset] or 'linear'} output",
         "loss": "mse", "input_dropout": args.input_dropout, "max_shift": args.max_shift,
+        "denoise_deformations": args.denoise_deformations,
         "optimizer": f"Adam(lr={args.lr})", "batch_size": args.batch_size,
         "epochs": len(history["loss"]), "seed": args.seed,
         "final_loss": float(history["loss"][-1]),

@@ -163,13 +163,14 @@ def mask_inputs(batch, rate, generator):
 def translate_images(batch, max_shift, generator, image_shape):
     """Augmentation for images stored as flat rows: move each image by its own
     random offset, uniform in [-max_shift, max_shift] pixels along each axis
-    (bilinear interpolation, zero fill)."""
+    (bilinear interpolation, zero fill). A batch of shape (n, pixels, c)
+    holds c images per row, all moved by the row's offset."""
     n = tf.shape(batch)[0]
     offset = generator.uniform([n, 2], -max_shift, max_shift)
     one, zero = tf.ones([n, 1]), tf.zeros([n, 1])
     # Projective transform rows [a0, a1, a2, b0, b1, b2, c0, c1]: a pure translation.
     transform = tf.concat([one, zero, offset[:, :1], zero, one, offset[:, 1:], zero, zero], axis=1)
-    images = tf.reshape(batch, [n, *image_shape, 1])
+    images = tf.reshape(batch, [n, *image_shape, -1])
     moved = keras.ops.image.affine_transform(images, transform, interpolation="bilinear",
                                              fill_mode="constant", fill_value=0.0,
                                              data_format="channels_last")
@@ -177,7 +178,7 @@ def translate_images(batch, max_shift, generator, image_shape):
 
 
 def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rate=1e-3,
-                      input_dropout=0.0, max_shift=0.0, image_shape=None,
+                      input_dropout=0.0, max_shift=0.0, image_shape=None, deform=None,
                       validation_fraction=0.01, seed=0, verbose=1, checkpointer=None,
                       strategy=None):
     """Reconstruction training: MSE, Adam at a constant learning rate, a fresh
@@ -188,6 +189,11 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
     input and target: more handwriting positions to learn from. With
     ``input_dropout`` > 0 it is a denoising autoencoder: the input is
     corrupted by ``mask_inputs`` and the uncorrupted batch is the target.
+    With ``deform`` (a function ``(x, epoch) -> x`` with each row deformed,
+    e.g. ``infimnist.redeform``) it denoises deformations: each epoch's
+    inputs are ``deform(x, epoch)``, new ones each epoch, and the targets x
+    itself, so the code learns to leave the deformations out; with
+    ``max_shift`` an input and its target are moved together.
     Each epoch is one compiled ``tf.function``; with
     a ``checkpointer`` every epoch is saved and an interrupted run resumes with
     the same weights, optimizer state, shuffling and augmentation stream. The
@@ -211,6 +217,9 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
     x_all = tf.constant(x)
     val = tf.constant(x[np.random.default_rng(seed).permutation(n)[: max(1, int(validation_fraction * n))]])
     steps = int(np.ceil(n / batch_size))
+    # Each epoch's deformed inputs, set before it (the epoch from the
+    # optimizer's step count, so a resumed run draws the same ones).
+    inputs_all = tf.Variable(x_all, trainable=False) if deform is not None else None
     generator = tf.random.Generator.from_seed(seed)
     with strategy.scope():
         optimizer = keras.optimizers.Adam(learning_rate)
@@ -234,18 +243,34 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
         order = tf.argsort(generator.uniform([n]))
         total = tf.constant(0.0)
         for s in tf.range(steps):
-            batch = tf.gather(x_all, order[s * batch_size:(s + 1) * batch_size])
-            if max_shift:
-                batch = translate_images(batch, max_shift, generator, image_shape)
-            inputs = mask_inputs(batch, input_dropout, generator) if input_dropout else batch
+            rows = order[s * batch_size:(s + 1) * batch_size]
+            batch = tf.gather(x_all, rows)
+            if deform is None:
+                if max_shift:
+                    batch = translate_images(batch, max_shift, generator, image_shape)
+                inputs = batch
+            else:
+                inputs = tf.gather(inputs_all, rows)
+                if max_shift:
+                    both = translate_images(tf.stack([inputs, batch], -1), max_shift,
+                                            generator, image_shape)
+                    inputs, batch = both[..., 0], both[..., 1]
+            if input_dropout:
+                inputs = mask_inputs(inputs, input_dropout, generator)
             total += distribute.run(strategy, step, inputs, batch)
         return total / steps
+
+    def epoch_with_inputs():
+        if deform is not None:
+            inputs_all.assign(deform(x, int(optimizer.iterations.numpy()) // steps))
+        return run_epoch()
 
     @tf.function
     def validation_loss():
         return mse(val, val)
 
-    return run_epochs(run_epoch, validation_loss, schedule, epochs, verbose, name="Autoencoder",
+    return run_epochs(epoch_with_inputs, validation_loss, schedule, epochs, verbose,
+                      name="Autoencoder",
                       checkpointer=checkpointer,
                       objects={"model": list(autoencoder.variables), "optimizer": optimizer,
                                "generator": generator})

@@ -164,6 +164,35 @@ def warp(images, deform):
     return bilinear(images, src[:, 0], src[:, 1])
 
 
+#: Index of the first deformation ``redeform`` borrows: far beyond any digit a
+#: data set of this module reads, so the borrowed fields are not its digits';
+#: at the start of a block, so a chunk of ``BLOCK`` draws from one stream.
+REDEFORM_START = N_ORIGINAL + 2**40
+#: Indices ``redeform`` keeps apart for each (seed, epoch): up to this many images.
+REDEFORM_STRIDE = 2**24
+
+
+def redeform(images, epoch, seed=0):
+    """``images`` (m, 784) each warped by a deformation of this data set's law
+    (``deformation``): row j by that of index ``REDEFORM_START + (seed *
+    2**16 + epoch) * REDEFORM_STRIDE + j``, so every (seed, epoch) draws
+    new ones, reproducibly (an autoencoder's deformation denoising).
+    A chunk of ``BLOCK`` rows at a time: a field takes 8 floats per pixel."""
+    images = np.asarray(images, dtype=np.float32)
+    m = len(images)
+    if m > REDEFORM_STRIDE or not 0 <= epoch < 2**16 or not 0 <= seed < 2**16:
+        raise ValueError(f"redeform takes up to {REDEFORM_STRIDE:,} images and epoch, seed in "
+                         f"[0, 65535], got {m:,} images, epoch={epoch!r}, seed={seed!r}.")
+    first = REDEFORM_START + (seed * 2**16 + epoch) * REDEFORM_STRIDE
+    basis = field_basis()
+    out = np.empty_like(images)
+    for start in range(0, m, BLOCK):
+        rows = slice(start, start + BLOCK)
+        index = first + np.arange(start, min(start + BLOCK, m), dtype=np.int64)
+        out[rows] = warp(images[rows], deformation(index, basis))
+    return out
+
+
 def source_index(index):
     """The MNIST digit that index i shows (itself, or the training digit it deforms)."""
     index = np.asarray(index, dtype=np.int64)

@@ -112,18 +112,28 @@ def test_reuters_layout_loads_with_its_sizes_read_from_the_file(tmp_path):
     np.testing.assert_allclose(encoder.predict(x, verbose=0), h, rtol=1e-4, atol=1e-5)
 
 
-def _small_ae_training(epochs, checkpointer=None, input_dropout=0.0, max_shift=0.0):
+def _small_x():
     rng = np.random.default_rng(0)  # points near a 3-d manifold in [0, 1]^20
-    x = (0.5 + 0.4 * np.tanh(rng.normal(size=(300, 3)) @ rng.normal(size=(3, 20)))).astype(np.float32)
+    return (0.5 + 0.4 * np.tanh(rng.normal(size=(300, 3)) @ rng.normal(size=(3, 20)))).astype(np.float32)
+
+
+def _small_ae_training(epochs, checkpointer=None, input_dropout=0.0, max_shift=0.0, deform=None):
     ae, _ = build_autoencoder(20, (32, 32, 64), 3, seed=0)
-    hist = train_autoencoder(ae, x, epochs=epochs, batch_size=32, learning_rate=3e-3, seed=3,
-                             input_dropout=input_dropout, max_shift=max_shift,
-                             image_shape=(4, 5) if max_shift else None, verbose=0,
-                             checkpointer=checkpointer)
+    hist = train_autoencoder(ae, _small_x(), epochs=epochs, batch_size=32, learning_rate=3e-3,
+                             seed=3, input_dropout=input_dropout, max_shift=max_shift,
+                             image_shape=(4, 5) if max_shift else None, deform=deform,
+                             verbose=0, checkpointer=checkpointer)
     return ae, hist
 
 
-@pytest.mark.parametrize("corruption", [{}, {"input_dropout": 0.2}, {"max_shift": 0.5}])
+def _noise_by_epoch(x, epoch):
+    """A deformation for tests: noise that depends on the epoch."""
+    return x + 0.05 * np.random.default_rng(epoch).normal(size=x.shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("corruption", [{}, {"input_dropout": 0.2}, {"max_shift": 0.5},
+                                        {"deform": _noise_by_epoch},
+                                        {"deform": _noise_by_epoch, "max_shift": 0.5}])
 def test_autoencoder_training_lowers_the_loss_and_resumes_exactly(tmp_path, corruption):
     full, full_hist = _small_ae_training(6, **corruption)
     # The validation loss is on clean inputs: the reconstruction error itself.
@@ -161,6 +171,25 @@ def test_translate_images_moves_each_image_by_its_own_offset_within_the_bound():
     assert np.abs(offset).max() > 1.0 and len(np.unique(offset.round(3), axis=0)) == 64
 
 
+def test_deformation_denoising_reads_deformed_inputs_against_the_undeformed_targets():
+    calls = []
+
+    def identity(x, epoch):
+        calls.append(epoch)
+        return x
+
+    plain, _ = _small_ae_training(3)
+    same, _ = _small_ae_training(3, deform=identity)
+    assert calls == [0, 1, 2]  # once per epoch, before it
+    for a, b in zip(plain.get_weights(), same.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    # Inputs all zero: the best output for every row is the targets' mean.
+    blind, _ = _small_ae_training(30, deform=lambda x, epoch: np.zeros_like(x))
+    x = _small_x()
+    out = blind.predict(np.zeros((1, 20), np.float32), verbose=0)[0]
+    assert np.abs(out - x.mean(axis=0)).max() < 0.1 * np.abs(x - x.mean(axis=0)).max()
+
+
 def test_denoising_training_differs_from_plain_training():
     plain, _ = _small_ae_training(2)
     denoising, _ = _small_ae_training(2, input_dropout=0.2)
@@ -187,10 +216,15 @@ def test_bad_translation_arguments_are_named(kwargs, message):
         train_autoencoder(ae, np.zeros((10, 20), np.float32), epochs=1, verbose=0, **kwargs)
 
 
-def test_pretrain_script_refuses_shifts_without_images(load_script, capsys):
+@pytest.mark.parametrize("flags, message", [
+    (["--max-shift", "1"], "--max-shift moves images; --dset reuters has none."),
+    (["--denoise-deformations"], "--denoise-deformations warps images; --dset reuters has none."),
+])
+def test_pretrain_script_refuses_image_augmentation_without_images(load_script, capsys, flags,
+                                                                    message):
     with pytest.raises(SystemExit):
-        load_script("pretrain_ae").parse_args(["--dset", "reuters", "--max-shift", "1"])
-    assert "--max-shift moves images; --dset reuters has none." in capsys.readouterr().err
+        load_script("pretrain_ae").parse_args(["--dset", "reuters", *flags])
+    assert message in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -108,6 +108,29 @@ def test_drawn_deformations_lie_in_the_documented_ranges():
     np.testing.assert_array_equal(inf.deformation(some, inf.field_basis())[2], field[1::3])
 
 
+def test_redeform_warps_each_image_by_a_borrowed_deformation_new_each_epoch():
+    rng = np.random.default_rng(4)
+    images = rng.uniform(size=(inf.BLOCK + 3, 784)).astype(np.float32)
+    first = inf.REDEFORM_START + (2 * 2**16 + 5) * inf.REDEFORM_STRIDE  # seed 2, epoch 5
+    index = first + np.array([0, 1, inf.BLOCK, inf.BLOCK + 2])
+    rows = index - first
+    expected = inf.warp(images[rows], inf.deformation(index, inf.field_basis()))
+    got = inf.redeform(images, 5, seed=2)  # two chunks
+    np.testing.assert_array_equal(got[rows], expected)
+    np.testing.assert_array_equal(inf.redeform(images[:7], 5, seed=2), got[:7])
+    for other in (inf.redeform(images[:7], 6, seed=2), inf.redeform(images[:7], 5, seed=3)):
+        assert (np.abs(other - got[:7]).sum(axis=1) > 1).all()
+    # Borrowed from indices far beyond any data set's, each chunk from one stream.
+    assert inf.REDEFORM_START > 2**40 and (inf.REDEFORM_START - inf.N_ORIGINAL) % inf.BLOCK == 0
+
+
+@pytest.mark.parametrize("epoch, seed", [(-1, 0), (2**16, 0), (0, -1)])
+def test_redeform_names_a_bad_epoch_or_seed(epoch, seed):
+    with pytest.raises(ValueError, match=rf"epoch, seed in \[0, 65535\], got 2 images, "
+                                         rf"epoch={epoch}, seed={seed}\."):
+        inf.redeform(np.zeros((2, 784), np.float32), epoch, seed=seed)
+
+
 @needs_mnist
 def test_sources_name_the_mnist_digit_each_row_shows(base):
     """``sources`` (fit's ``groups`` for --deformation-pairs): the index itself
