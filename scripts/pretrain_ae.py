@@ -109,6 +109,8 @@ def parse_args(argv=None):
         p.error(f"--max-shift moves images; --dset {args.dset} has none.")
     if args.denoise_deformations and args.dset == "reuters":
         p.error(f"--denoise-deformations warps images; --dset {args.dset} has none.")
+    if args.denoise_deformations and not 0 <= args.seed < 2**16:
+        p.error(f"--denoise-deformations needs --seed in [0, 65535], got {args.seed}.")
     if not 0.0 <= args.input_dropout < 1.0:
         p.error(f"--input-dropout must be in [0, 1), got {args.input_dropout}.")
     return args

@@ -170,7 +170,8 @@ def translate_images(batch, max_shift, generator, image_shape):
     one, zero = tf.ones([n, 1]), tf.zeros([n, 1])
     # Projective transform rows [a0, a1, a2, b0, b1, b2, c0, c1]: a pure translation.
     transform = tf.concat([one, zero, offset[:, :1], zero, one, offset[:, 1:], zero, zero], axis=1)
-    images = tf.reshape(batch, [n, *image_shape, -1])
+    channels = 1 if batch.shape.rank == 2 else batch.shape[-1]
+    images = tf.reshape(batch, [n, *image_shape, channels])
     moved = keras.ops.image.affine_transform(images, transform, interpolation="bilinear",
                                              fill_mode="constant", fill_value=0.0,
                                              data_format="channels_last")
@@ -190,10 +191,13 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
     ``input_dropout`` > 0 it is a denoising autoencoder: the input is
     corrupted by ``mask_inputs`` and the uncorrupted batch is the target.
     With ``deform`` (a function ``(x, epoch) -> x`` with each row deformed,
-    e.g. ``infimnist.redeform``) it denoises deformations: each epoch's
-    inputs are ``deform(x, epoch)``, new ones each epoch, and the targets x
-    itself, so the code learns to leave the deformations out; with
-    ``max_shift`` an input and its target are moved together.
+    epochs from 0, deterministic in its arguments so that a resumed run and
+    every worker draw the same; e.g. ``infimnist.redeform``) it denoises
+    deformations: each epoch's inputs are ``deform(x, epoch)``, new ones each
+    epoch, and the targets x itself, so the code learns to leave the
+    deformations out; with ``max_shift`` an input and its target are moved
+    together. The training loss is then that of deformed inputs. It holds
+    a second copy of x, and ``deform`` runs before each epoch, not beside it.
     Each epoch is one compiled ``tf.function``; with
     a ``checkpointer`` every epoch is saved and an interrupted run resumes with
     the same weights, optimizer state, shuffling and augmentation stream. The
@@ -212,6 +216,9 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
             f"max_shift needs the image_shape of x's rows ({np.shape(x)[1]} values each), "
             f"got image_shape={image_shape!r}."
         )
+    if deform is not None and not callable(deform):
+        raise ValueError(f"deform must be None or a function (x, epoch) -> deformed x, got "
+                         f"deform={deform!r}.")
     x = np.asarray(x, dtype=np.float32)
     n = len(x)
     x_all = tf.constant(x)
@@ -262,7 +269,12 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
 
     def epoch_with_inputs():
         if deform is not None:
-            inputs_all.assign(deform(x, int(optimizer.iterations.numpy()) // steps))
+            epoch = int(optimizer.iterations.numpy()) // steps
+            deformed = np.asarray(deform(x, epoch), dtype=np.float32)
+            if deformed.shape != x.shape:
+                raise ValueError(f"deform must return an array of x's shape {x.shape}, got "
+                                 f"shape {deformed.shape} for epoch={epoch}.")
+            inputs_all.assign(deformed)
         return run_epoch()
 
     @tf.function

@@ -176,13 +176,21 @@ def redeform(images, epoch, seed=0):
     """``images`` (m, 784) each warped by a deformation of this data set's law
     (``deformation``): row j by that of index ``REDEFORM_START + (seed *
     2**16 + epoch) * REDEFORM_STRIDE + j``, so every (seed, epoch) draws
-    new ones, reproducibly (an autoencoder's deformation denoising).
-    A chunk of ``BLOCK`` rows at a time: a field takes 8 floats per pixel."""
+    new ones, reproducibly (an autoencoder's deformation denoising; epochs
+    count from 0). A chunk of ``BLOCK`` rows at a time: the warp works on
+    about 10 floats per pixel."""
     images = np.asarray(images, dtype=np.float32)
+    if images.ndim != 2 or images.shape[1] != SIDE * SIDE:
+        raise ValueError(f"images must have shape (m, {SIDE * SIDE}), got "
+                         f"images.shape={images.shape}.")
+    for name, value in (("epoch", epoch), ("seed", seed)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
+                or not 0 <= value < 2**16:
+            raise ValueError(f"{name} must be an integer in [0, 65535], got {name}={value!r}.")
     m = len(images)
-    if m > REDEFORM_STRIDE or not 0 <= epoch < 2**16 or not 0 <= seed < 2**16:
-        raise ValueError(f"redeform takes up to {REDEFORM_STRIDE:,} images and epoch, seed in "
-                         f"[0, 65535], got {m:,} images, epoch={epoch!r}, seed={seed!r}.")
+    if m > REDEFORM_STRIDE:
+        raise ValueError(f"redeform takes up to {REDEFORM_STRIDE:,} images, got {m:,}.")
+    epoch, seed = int(epoch), int(seed)
     first = REDEFORM_START + (seed * 2**16 + epoch) * REDEFORM_STRIDE
     basis = field_basis()
     out = np.empty_like(images)

@@ -183,11 +183,43 @@ def test_deformation_denoising_reads_deformed_inputs_against_the_undeformed_targ
     assert calls == [0, 1, 2]  # once per epoch, before it
     for a, b in zip(plain.get_weights(), same.get_weights()):
         np.testing.assert_array_equal(a, b)
-    # Inputs all zero: the best output for every row is the targets' mean.
-    blind, _ = _small_ae_training(30, deform=lambda x, epoch: np.zeros_like(x))
-    x = _small_x()
-    out = blind.predict(np.zeros((1, 20), np.float32), verbose=0)[0]
-    assert np.abs(out - x.mean(axis=0)).max() < 0.1 * np.abs(x - x.mean(axis=0)).max()
+    # With shifts too: an input and its target move together.
+    shifted, _ = _small_ae_training(3, max_shift=0.5)
+    same, _ = _small_ae_training(3, max_shift=0.5, deform=identity)
+    for a, b in zip(shifted.get_weights(), same.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    # Inputs all zero: the best output for every row is the targets' mean, far
+    # from the untrained net's 0.5 (a sigmoid of zero biases) for these targets.
+    x = _small_x() - 0.25
+    ae, _ = build_autoencoder(20, (32, 32, 64), 3, seed=0)
+    assert np.abs(ae.predict(np.zeros((1, 20), np.float32), verbose=0)[0] - x.mean(axis=0)).min() > 0.15
+    train_autoencoder(ae, x, epochs=30, batch_size=32, learning_rate=3e-2, seed=3, verbose=0,
+                      deform=lambda x, epoch: np.zeros_like(x))
+    out = ae.predict(np.zeros((1, 20), np.float32), verbose=0)[0]
+    assert np.abs(out - x.mean(axis=0)).max() < 0.03
+
+
+@pytest.mark.parametrize("deform, message", [
+    ("warp", r"deform must be None or a function \(x, epoch\) -> deformed x, got deform='warp'\."),
+    (lambda x, epoch: x[:, :10], r"deform must return an array of x's shape \(10, 20\), got "
+                                 r"shape \(10, 10\) for epoch=0\."),
+])
+def test_bad_deform_is_named(deform, message):
+    ae, _ = build_autoencoder(20, (8, 8, 8), 2, seed=0)
+    with pytest.raises(ValueError, match=message):
+        train_autoencoder(ae, np.zeros((10, 20), np.float32), epochs=1, verbose=0, deform=deform)
+
+
+def test_translate_images_moves_stacked_images_by_one_offset():
+    rng = np.random.default_rng(5)
+    images = tf.constant(rng.uniform(size=(16, 784)).astype(np.float32))
+    alone = translate_images(images, 2.0, tf.random.Generator.from_seed(1), (28, 28))
+    both = translate_images(tf.stack([images, 1 - images], -1), 2.0,
+                            tf.random.Generator.from_seed(1), (28, 28)).numpy()
+    np.testing.assert_allclose(both[..., 0], alone.numpy(), atol=1e-6)
+    moved_ones = translate_images(tf.ones_like(images), 2.0, tf.random.Generator.from_seed(1),
+                                  (28, 28)).numpy()
+    np.testing.assert_allclose(both[..., 1], moved_ones - alone.numpy(), atol=1e-5)
 
 
 def test_denoising_training_differs_from_plain_training():
@@ -219,11 +251,14 @@ def test_bad_translation_arguments_are_named(kwargs, message):
 @pytest.mark.parametrize("flags, message", [
     (["--max-shift", "1"], "--max-shift moves images; --dset reuters has none."),
     (["--denoise-deformations"], "--denoise-deformations warps images; --dset reuters has none."),
+    (["--dset", "infimnist", "--denoise-deformations", "--seed", "70000"],
+     "--denoise-deformations needs --seed in [0, 65535], got 70000."),
 ])
-def test_pretrain_script_refuses_image_augmentation_without_images(load_script, capsys, flags,
+def test_pretrain_script_names_bad_image_augmentation(load_script, capsys, flags,
                                                                     message):
     with pytest.raises(SystemExit):
-        load_script("pretrain_ae").parse_args(["--dset", "reuters", *flags])
+        load_script("pretrain_ae").parse_args(
+            flags if "--dset" in flags else ["--dset", "reuters", *flags])
     assert message in capsys.readouterr().err
 
 

@@ -124,11 +124,25 @@ def test_redeform_warps_each_image_by_a_borrowed_deformation_new_each_epoch():
     assert inf.REDEFORM_START > 2**40 and (inf.REDEFORM_START - inf.N_ORIGINAL) % inf.BLOCK == 0
 
 
-@pytest.mark.parametrize("epoch, seed", [(-1, 0), (2**16, 0), (0, -1)])
-def test_redeform_names_a_bad_epoch_or_seed(epoch, seed):
-    with pytest.raises(ValueError, match=rf"epoch, seed in \[0, 65535\], got 2 images, "
-                                         rf"epoch={epoch}, seed={seed}\."):
-        inf.redeform(np.zeros((2, 784), np.float32), epoch, seed=seed)
+@pytest.mark.parametrize("kwargs, message", [
+    ({"epoch": -1}, r"epoch must be an integer in \[0, 65535\], got epoch=-1\."),
+    ({"epoch": 2**16}, r"got epoch=65536\."),
+    ({"epoch": 1.5}, r"got epoch=1\.5\."),
+    ({"epoch": True}, r"got epoch=True\."),
+    ({"epoch": 0, "seed": -1}, r"seed must be an integer in \[0, 65535\], got seed=-1\."),
+    ({"epoch": 0, "images": np.zeros((2, 28, 28))}, r"images must have shape \(m, 784\), "
+                                                    r"got images.shape=\(2, 28, 28\)\."),
+])
+def test_redeform_names_a_bad_argument(kwargs, message):
+    kwargs = {"images": np.zeros((2, 784), np.float32), **kwargs}
+    with pytest.raises(ValueError, match=message):
+        inf.redeform(**kwargs)
+
+
+def test_redeform_takes_numpy_integers():
+    images = np.random.default_rng(0).uniform(size=(3, 784)).astype(np.float32)
+    np.testing.assert_array_equal(inf.redeform(images, np.int32(3), seed=np.int64(1)),
+                                  inf.redeform(images, 3, seed=1))
 
 
 @needs_mnist
