@@ -40,7 +40,7 @@ from spectralnet_tf.centroids import assign, fit_centroids  # noqa: E402
 from spectralnet_tf.checkpoint import Checkpointer  # noqa: E402
 from spectralnet_tf.datasets import (DATA_DIR_ENV, MNIST_IMAGE_SHAPE, MNIST_N_TRAIN,  # noqa: E402
                                      infimnist, mnist, reuters)
-from spectralnet_tf.infimnist import redeform  # noqa: E402
+from spectralnet_tf.infimnist import REDEFORM_KEYS, redeform  # noqa: E402
 from spectralnet_tf.metrics import acc, nmi  # noqa: E402
 from spectralnet_tf.resources import sha256  # noqa: E402
 from spectralnet_tf.streaming import Rows, map_batches  # noqa: E402
@@ -109,8 +109,9 @@ def parse_args(argv=None):
         p.error(f"--max-shift moves images; --dset {args.dset} has none.")
     if args.denoise_deformations and args.dset == "reuters":
         p.error(f"--denoise-deformations warps images; --dset {args.dset} has none.")
-    if args.denoise_deformations and not 0 <= args.seed < 2**16:
-        p.error(f"--denoise-deformations needs --seed in [0, 65535], got {args.seed}.")
+    if args.denoise_deformations and not 0 <= args.seed < REDEFORM_KEYS:
+        p.error(f"--denoise-deformations needs --seed in [0, {REDEFORM_KEYS - 1}], "
+                f"got {args.seed}.")
     if not 0.0 <= args.input_dropout < 1.0:
         p.error(f"--input-dropout must be in [0, 1), got {args.input_dropout}.")
     return args

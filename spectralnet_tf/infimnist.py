@@ -170,12 +170,14 @@ def warp(images, deform):
 REDEFORM_START = N_ORIGINAL + 2**40
 #: Indices ``redeform`` keeps apart for each (seed, epoch): up to this many images.
 REDEFORM_STRIDE = 2**24
+#: ``redeform``'s epochs and seeds lie in [0, REDEFORM_KEYS).
+REDEFORM_KEYS = 2**16
 
 
 def redeform(images, epoch, seed=0):
     """``images`` (m, 784) each warped by a deformation of this data set's law
     (``deformation``): row j by that of index ``REDEFORM_START + (seed *
-    2**16 + epoch) * REDEFORM_STRIDE + j``, so every (seed, epoch) draws
+    REDEFORM_KEYS + epoch) * REDEFORM_STRIDE + j``, so every (seed, epoch) draws
     new ones, reproducibly (an autoencoder's deformation denoising; epochs
     count from 0). A chunk of ``BLOCK`` rows at a time: the warp works on
     about 10 floats per pixel."""
@@ -185,13 +187,14 @@ def redeform(images, epoch, seed=0):
                          f"images.shape={images.shape}.")
     for name, value in (("epoch", epoch), ("seed", seed)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
-                or not 0 <= value < 2**16:
-            raise ValueError(f"{name} must be an integer in [0, 65535], got {name}={value!r}.")
+                or not 0 <= value < REDEFORM_KEYS:
+            raise ValueError(f"{name} must be an integer in [0, {REDEFORM_KEYS - 1}], got "
+                             f"{name}={value!r}.")
     m = len(images)
     if m > REDEFORM_STRIDE:
         raise ValueError(f"redeform takes up to {REDEFORM_STRIDE:,} images, got {m:,}.")
     epoch, seed = int(epoch), int(seed)
-    first = REDEFORM_START + (seed * 2**16 + epoch) * REDEFORM_STRIDE
+    first = REDEFORM_START + (seed * REDEFORM_KEYS + epoch) * REDEFORM_STRIDE
     basis = field_basis()
     out = np.empty_like(images)
     for start in range(0, m, BLOCK):
