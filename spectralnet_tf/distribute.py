@@ -250,15 +250,57 @@ def cluster_from_env():
     return cluster or None
 
 
+#: Where ``localhost_cluster`` draws ports from: below the kernel's ephemeral
+#: range (Linux: ``ip_local_port_range``, 32768-60999 by default). The kernel
+#: hands ephemeral ports to every bind to port 0 and every outgoing connection,
+#: so one found free there can be taken by anyone before the worker binds it
+#: (another test worker, say); one below it only by a program that names it.
+CLUSTER_PORTS_LOW = 10000
+
+
+def _ephemeral_low():
+    """The lowest ephemeral port, or None where the kernel does not say."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _free(port):
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _cluster_ports(n):
+    low, high = CLUSTER_PORTS_LOW, _ephemeral_low()
+    if high is None or high - low < 100 * n:  # no room outside it: free ports from the kernel
+        socks = [socket.socket() for _ in range(n)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        ports = [sock.getsockname()[1] for sock in socks]
+        for sock in socks:
+            sock.close()
+        return ports
+    rng = np.random.default_rng()  # fresh entropy: concurrent callers draw apart
+    ports = []
+    for port in rng.permutation(np.arange(low, high)):
+        if _free(int(port)):
+            ports.append(int(port))
+            if len(ports) == n:
+                return ports
+    raise RuntimeError(f"no {n} free ports on 127.0.0.1 in [{low}, {high})")
+
+
 def localhost_cluster(n):
     """``TF_CONFIG`` values for ``n`` worker processes on 127.0.0.1, worker i's
-    at index i, on ports free when called (for tests and benchmarks)."""
-    socks = [socket.socket() for _ in range(n)]
-    for sock in socks:
-        sock.bind(("127.0.0.1", 0))
-    workers = [f"127.0.0.1:{sock.getsockname()[1]}" for sock in socks]
-    for sock in socks:
-        sock.close()
+    at index i, on ports free when called and outside the kernel's ephemeral
+    range where it has one (``CLUSTER_PORTS_LOW``); for tests and benchmarks."""
+    workers = [f"127.0.0.1:{port}" for port in _cluster_ports(n)]
     return [json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}})
             for i in range(n)]
 

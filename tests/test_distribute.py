@@ -110,6 +110,31 @@ def test_peer_failure_names_the_worker_or_says_a_worker():
         "(UnavailableError in a collective op)")
 
 
+def _ports(configs):
+    clusters = [json.loads(c) for c in configs]
+    assert [c["task"] for c in clusters] == [{"type": "worker", "index": i}
+                                             for i in range(len(configs))]
+    assert all(c["cluster"] == clusters[0]["cluster"] for c in clusters)
+    return [int(w.rsplit(":", 1)[1]) for w in clusters[0]["cluster"]["worker"]]
+
+
+def test_localhost_cluster_ports_are_distinct_free_and_outside_the_ephemeral_range():
+    ports = _ports(distribute.localhost_cluster(3))
+    assert len(set(ports)) == 3 and all(distribute._free(p) for p in ports)
+    low = distribute._ephemeral_low()
+    if low is not None:  # Linux: nobody binding port 0 can be handed them
+        assert all(distribute.CLUSTER_PORTS_LOW <= p < low for p in ports)
+
+
+def test_localhost_cluster_without_an_ephemeral_range_takes_the_kernels_ports(monkeypatch):
+    low = distribute._ephemeral_low()
+    monkeypatch.setattr(distribute, "_ephemeral_low", lambda: None)
+    ports = _ports(distribute.localhost_cluster(2))
+    assert len(set(ports)) == 2 and all(1024 <= p < 65536 for p in ports)
+    if low is not None:  # handed out by the kernel, so from its ephemeral range
+        assert all(p >= low for p in ports)
+
+
 # ------------------------------------------------------------ subprocesses
 def _env(**extra):
     # oneDNN off (TensorFlow's default on CPUs without AVX-512, such as some of
