@@ -110,6 +110,53 @@ def test_peer_failure_names_the_worker_or_says_a_worker():
         "(UnavailableError in a collective op)")
 
 
+def _ports(configs):
+    clusters = [json.loads(c) for c in configs]
+    assert [c["task"] for c in clusters] == [{"type": "worker", "index": i}
+                                             for i in range(len(configs))]
+    assert all(c["cluster"] == clusters[0]["cluster"] for c in clusters)
+    return [int(w.rsplit(":", 1)[1]) for w in clusters[0]["cluster"]["worker"]]
+
+
+def test_localhost_cluster_ports_are_distinct_free_and_outside_the_ephemeral_range():
+    low = distribute._ephemeral_low()
+    if sys.platform.startswith("linux"):
+        assert low is not None  # else the draw below the range is silently off
+    ports = _ports(distribute.localhost_cluster(3))
+    assert len(set(ports)) == 3 and all(distribute._bindable(p) for p in ports)
+    span = distribute.cluster_port_range(3)
+    if span is not None:  # nobody binding port 0 can be handed them
+        assert span == (distribute.CLUSTER_PORTS_LOW, low)
+        assert all(span[0] <= p < span[1] for p in ports)
+    elif low is not None:  # a range starting too low to draw under: the kernel's
+        assert all(p >= low for p in ports)
+
+
+def test_localhost_cluster_without_an_ephemeral_range_takes_the_kernels_ports(monkeypatch):
+    low = distribute._ephemeral_low()
+    monkeypatch.setattr(distribute, "_ephemeral_low", lambda: None)
+    assert distribute.cluster_port_range(2) is None
+    ports = _ports(distribute.localhost_cluster(2))
+    assert len(set(ports)) == 2 and all(1024 <= p < 65536 for p in ports)
+    if low is not None:  # handed out by the kernel, so from its ephemeral range
+        assert all(p >= low for p in ports)
+
+
+def test_localhost_cluster_range_too_small_to_draw_apart_is_not_used(monkeypatch):
+    room = distribute.CLUSTER_PORTS_PER_WORKER * 2
+    monkeypatch.setattr(distribute, "_ephemeral_low", lambda: distribute.CLUSTER_PORTS_LOW + room)
+    assert distribute.cluster_port_range(2) == (distribute.CLUSTER_PORTS_LOW,
+                                                distribute.CLUSTER_PORTS_LOW + room)
+    assert distribute.cluster_port_range(3) is None
+
+
+@pytest.mark.parametrize("n", [0, -1, 2.0, True])
+def test_localhost_cluster_needs_a_positive_worker_count(n):
+    with pytest.raises(ValueError) as err:
+        distribute.localhost_cluster(n)
+    assert str(err.value) == f"n must be a positive number of workers, got n={n!r}."
+
+
 # ------------------------------------------------------------ subprocesses
 def _env(**extra):
     # oneDNN off (TensorFlow's default on CPUs without AVX-512, such as some of
