@@ -315,9 +315,9 @@ def localhost_cluster(n):
             ports = [sock.getsockname()[1] for sock in socks]
     else:
         ports = []  # a fresh generator per call: concurrent callers draw apart
-        for port in np.random.default_rng().permutation(np.arange(*span)):
-            if _bindable(int(port)):
-                ports.append(int(port))
+        for port in np.random.default_rng().permutation(np.arange(*span)).tolist():
+            if _bindable(port):
+                ports.append(port)
                 if len(ports) == n:
                     break
         else:
