@@ -34,8 +34,8 @@ import numpy as np  # noqa: E402
 
 from spectralnet_tf import distribute  # noqa: E402
 from spectralnet_tf.atomic import atomic_file  # noqa: E402
-from spectralnet_tf.autoencoder import (build_autoencoder, save_ae_weights,  # noqa: E402
-                                        train_autoencoder)
+from spectralnet_tf.autoencoder import (build_autoencoder, load_ae_weights,  # noqa: E402
+                                        save_ae_weights, train_autoencoder)
 from spectralnet_tf.centroids import assign, fit_centroids  # noqa: E402
 from spectralnet_tf.checkpoint import Checkpointer  # noqa: E402
 from spectralnet_tf.datasets import (DATA_DIR_ENV, MNIST_IMAGE_SHAPE, MNIST_N_TRAIN,  # noqa: E402
@@ -84,6 +84,16 @@ def parse_args(argv=None):
                    help="digits: the input is each digit warped afresh each epoch by a "
                         "deformation of infinite MNIST's law (elastic, affine, translation), "
                         "the target the digit itself")
+    p.add_argument("--invariance-weight", type=float, default=0.0,
+                   help="digits: also tie each digit's code to that of the digit warped "
+                        "afresh each epoch (infinite MNIST's deformation law), told apart "
+                        "from the batch's other codes: NT-Xent (SimCLR) with this weight "
+                        "beside the reconstruction loss (0 = off)")
+    p.add_argument("--temperature", type=float, default=0.5,
+                   help="NT-Xent's temperature for --invariance-weight (default 0.5)")
+    p.add_argument("--init-weights",
+                   help="start from this autoencoder weight file instead of Glorot weights "
+                        "(fine-tuning; the file's layer sizes must be the architecture's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data-dir", help=f"folder with mnist.npz / reuters.h5 (default: ${DATA_DIR_ENV})")
     p.add_argument("--out", help="weight file (default: pretrained_ae/ae_<dset>[_train60k]_weights.h5)")
@@ -107,11 +117,19 @@ def parse_args(argv=None):
         p.error(f"--max-shift must be >= 0, got {args.max_shift}.")
     if args.max_shift and args.dset == "reuters":
         p.error(f"--max-shift moves images; --dset {args.dset} has none.")
-    if args.denoise_deformations and args.dset == "reuters":
-        p.error(f"--denoise-deformations warps images; --dset {args.dset} has none.")
-    if args.denoise_deformations and not 0 <= args.seed < REDEFORM_KEYS:
-        p.error(f"--denoise-deformations needs --seed in [0, {REDEFORM_KEYS - 1}], "
-                f"got {args.seed}.")
+    if args.invariance_weight < 0:
+        p.error(f"--invariance-weight must be >= 0, got {args.invariance_weight}.")
+    if args.temperature <= 0:
+        p.error(f"--temperature must be > 0, got {args.temperature}.")
+    deforms = [f for f, on in (("--denoise-deformations", args.denoise_deformations),
+                               ("--invariance-weight", args.invariance_weight > 0)) if on]
+    if len(deforms) == 2:
+        p.error("--denoise-deformations and --invariance-weight exclude each other: the "
+                "deformed digits are either the inputs or second views.")
+    if deforms and args.dset == "reuters":
+        p.error(f"{deforms[0]} warps images; --dset {args.dset} has none.")
+    if deforms and not 0 <= args.seed < REDEFORM_KEYS:
+        p.error(f"{deforms[0]} needs --seed in [0, {REDEFORM_KEYS - 1}], got {args.seed}.")
     if not 0.0 <= args.input_dropout < 1.0:
         p.error(f"--input-dropout must be in [0, 1), got {args.input_dropout}.")
     return args
@@ -179,11 +197,19 @@ def main(argv=None):
     with strategy.scope():
         autoencoder, encoder = build_autoencoder(
             x.shape[1], output_activation=OUTPUT_ACTIVATION[args.dset], seed=args.seed)
+        if args.init_weights:
+            try:
+                load_ae_weights(autoencoder, args.init_weights)
+            except (OSError, ValueError) as err:
+                raise SystemExit(f"pretrain_ae.py: --init-weights {args.init_weights}: "
+                                 f"{err}") from None
     history = train_autoencoder(
         autoencoder, x, epochs=args.epochs, batch_size=args.batch_size,
         learning_rate=args.lr, input_dropout=args.input_dropout, max_shift=args.max_shift,
         image_shape=None if args.dset == "reuters" else MNIST_IMAGE_SHAPE,
-        deform=partial(redeform, seed=args.seed) if args.denoise_deformations else None,
+        deform=(partial(redeform, seed=args.seed)
+                if args.denoise_deformations or args.invariance_weight else None),
+        invariance_weight=args.invariance_weight, temperature=args.temperature,
         seed=args.seed,
         verbose=0 if args.quiet else 1, checkpointer=checkpointer if chief or args.resume else None,
         strategy=strategy)
@@ -201,8 +227,13 @@ def main(argv=None):
                  "sha256": sha256(data_file) if os.path.exists(data_file) else None},
         "architecture": "-".join(str(d) for d in (x.shape[1], 500, 500, 2000, 10))
         + f" ReLU, linear code, mirrored decoder, {OUTPUT_ACTIVATION[args.dset] or 'linear'} output",
-        "loss": "mse", "input_dropout": args.input_dropout, "max_shift": args.max_shift,
+        "loss": "mse" + (f" + {args.invariance_weight} nt_xent" if args.invariance_weight else ""),
+        "input_dropout": args.input_dropout, "max_shift": args.max_shift,
         "denoise_deformations": args.denoise_deformations,
+        "invariance_weight": args.invariance_weight,
+        "temperature": args.temperature if args.invariance_weight else None,
+        "init_weights": ({"file": os.path.basename(args.init_weights),
+                          "sha256": sha256(args.init_weights)} if args.init_weights else None),
         "optimizer": f"Adam(lr={args.lr})", "batch_size": args.batch_size,
         "epochs": len(history["loss"]), "seed": args.seed,
         "final_loss": float(history["loss"][-1]),

@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from . import distribute
+from .losses import nt_xent
 from .train import PlateauSchedule, run_epochs
 
 ENCODER_NAMES = ("encoder1", "encoder2", "encoder3", "encoder4")
@@ -180,6 +181,7 @@ def translate_images(batch, max_shift, generator, image_shape):
 
 def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rate=1e-3,
                       input_dropout=0.0, max_shift=0.0, image_shape=None, deform=None,
+                      invariance_weight=0.0, temperature=0.5,
                       validation_fraction=0.01, seed=0, verbose=1, checkpointer=None,
                       strategy=None):
     """Reconstruction training: MSE, Adam at a constant learning rate, a fresh
@@ -196,7 +198,15 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
     deformations: each epoch's inputs are ``deform(x, epoch)``, new ones each
     epoch, and the targets x itself, so the code learns to leave the
     deformations out; with ``max_shift`` an input and its target are moved
-    together. The training loss is then that of deformed inputs. It holds
+    together. The training loss is then that of deformed inputs. With
+    ``deform`` and ``invariance_weight`` > 0 the deformed rows are second
+    views instead: the autoencoder reconstructs x itself, and the loss adds
+    ``invariance_weight`` times ``losses.nt_xent`` (at ``temperature``) of
+    each row's code against its deformed view's code, the batch's other
+    codes being the ones to tell it from, so codes learn to leave the
+    deformations out while keeping the digits apart; with ``max_shift`` the
+    two views move by offsets of their own (under a strategy, each replica's
+    rows are told apart among its own). It holds
     a second copy of x, and ``deform`` runs before each epoch, not beside it.
     Each epoch is one compiled ``tf.function``; with
     a ``checkpointer`` every epoch is saved and an interrupted run resumes with
@@ -219,6 +229,14 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
     if deform is not None and not callable(deform):
         raise ValueError(f"deform must be None or a function (x, epoch) -> deformed x, got "
                          f"deform={deform!r}.")
+    if not invariance_weight >= 0:
+        raise ValueError(f"invariance_weight must be >= 0, got "
+                         f"invariance_weight={invariance_weight!r}.")
+    if invariance_weight and deform is None:
+        raise ValueError(f"invariance_weight={invariance_weight!r} compares each code with "
+                         f"that of a deformed view; it needs deform, got deform=None.")
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got temperature={temperature!r}.")
     x = np.asarray(x, dtype=np.float32)
     n = len(x)
     x_all = tf.constant(x)
@@ -236,11 +254,27 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
     def mse(inputs, target):
         return tf.reduce_mean(tf.square(autoencoder(inputs, training=True) - target))
 
+    def reconstruction_and_invariance(batch, views):
+        """Both views encoded in one pass; only the first decoded."""
+        layers = _dense_layers(autoencoder)
+        codes = tf.concat([batch, views], axis=0)
+        for layer in layers[:len(ENCODER_NAMES)]:
+            codes = layer(codes)
+        m = tf.shape(batch)[0]
+        outputs = codes[:m]
+        for layer in layers[len(ENCODER_NAMES):]:
+            outputs = layer(outputs)
+        return (tf.reduce_mean(tf.square(outputs - batch))
+                + invariance_weight * nt_xent(codes[:m], codes[m:], temperature))
+
     def step(inputs, batch):
+        """One update; ``inputs`` are the second views with ``invariance_weight``."""
+        rows = tf.shape(batch)[0]
+        inputs, batch = distribute.local_part(inputs), distribute.local_part(batch)
         with tf.GradientTape() as tape:
-            loss = distribute.replica_share(
-                mse(distribute.local_part(inputs), distribute.local_part(batch)),
-                tf.shape(batch)[0])
+            local = (reconstruction_and_invariance(batch, inputs) if invariance_weight
+                     else mse(inputs, batch))
+            loss = distribute.replica_share(local, rows)
         grads = tape.gradient(loss, autoencoder.trainable_variables)
         optimizer.apply_gradients(zip(grads, autoencoder.trainable_variables))  # summed
         return distribute.all_sum(loss)
@@ -256,6 +290,11 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
                 if max_shift:
                     batch = translate_images(batch, max_shift, generator, image_shape)
                 inputs = batch
+            elif invariance_weight:  # second views, each moved on its own
+                inputs = tf.gather(inputs_all, rows)
+                if max_shift:
+                    batch = translate_images(batch, max_shift, generator, image_shape)
+                    inputs = translate_images(inputs, max_shift, generator, image_shape)
             else:
                 inputs = tf.gather(inputs_all, rows)
                 if max_shift:

@@ -1,5 +1,6 @@
-"""Losses: the SpectralNet loss (paper Eq. 3 and its normalized form) and the
-Siamese contrastive loss (paper Sec. 3.2)."""
+"""Losses: the SpectralNet loss (paper Eq. 3 and its normalized form), the
+Siamese contrastive loss (paper Sec. 3.2), and NT-Xent for an autoencoder's
+codes that should not see a deformation."""
 
 import tensorflow as tf
 
@@ -54,6 +55,22 @@ def contrastive_loss(z1, z2, is_positive, margin=1.0):
     pos = tf.cast(is_positive, sq.dtype)
     neg_term = tf.square(tf.nn.relu(margin - dist))
     return tf.reduce_mean(pos * sq + (1.0 - pos) * neg_term)
+
+
+def nt_xent(z1, z2, temperature=0.5):
+    """NT-Xent (normalized temperature-scaled cross-entropy; Chen et al. 2020,
+    SimCLR): rows i of ``z1`` and ``z2`` are two views of one point. Each of
+    the 2m rows picks its partner among the other 2m - 1 by a softmax over
+    their cosine similarities divided by ``temperature``; the loss is the
+    cross-entropy of that choice, averaged over the 2m rows. At least log(1)
+    = 0; log(2m - 1) when all rows point the same way."""
+    z = tf.math.l2_normalize(tf.concat([z1, z2], axis=0), axis=1)
+    m = tf.shape(z1)[0]
+    logits = tf.matmul(z, z, transpose_b=True) / temperature
+    # A row is not its own partner: its logit is dropped from the softmax.
+    logits = tf.where(tf.eye(2 * m, dtype=tf.bool), tf.constant(-1e9, logits.dtype), logits)
+    partner = tf.concat([tf.range(m, 2 * m), tf.range(m)], axis=0)
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(partner, logits))
 
 
 def label_loss(y, labels, n_clusters):
