@@ -14,6 +14,7 @@ from spectralnet_tf.autoencoder import (build_autoencoder, load_ae_weights, load
                                         mask_inputs, read_ae_weights, save_ae_weights,
                                         train_autoencoder, translate_images)
 from spectralnet_tf.checkpoint import Checkpointer
+from spectralnet_tf.losses import nt_xent
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PRETRAIN = os.path.join(ROOT, "scripts", "pretrain_ae.py")
@@ -117,11 +118,13 @@ def _small_x():
     return (0.5 + 0.4 * np.tanh(rng.normal(size=(300, 3)) @ rng.normal(size=(3, 20)))).astype(np.float32)
 
 
-def _small_ae_training(epochs, checkpointer=None, input_dropout=0.0, max_shift=0.0, deform=None):
+def _small_ae_training(epochs, checkpointer=None, input_dropout=0.0, max_shift=0.0, deform=None,
+                       invariance_weight=0.0):
     ae, _ = build_autoencoder(20, (32, 32, 64), 3, seed=0)
     hist = train_autoencoder(ae, _small_x(), epochs=epochs, batch_size=32, learning_rate=3e-3,
                              seed=3, input_dropout=input_dropout, max_shift=max_shift,
                              image_shape=(4, 5) if max_shift else None, deform=deform,
+                             invariance_weight=invariance_weight,
                              verbose=0, checkpointer=checkpointer)
     return ae, hist
 
@@ -133,7 +136,8 @@ def _noise_by_epoch(x, epoch):
 
 @pytest.mark.parametrize("corruption", [{}, {"input_dropout": 0.2}, {"max_shift": 0.5},
                                         {"deform": _noise_by_epoch},
-                                        {"deform": _noise_by_epoch, "max_shift": 0.5}])
+                                        {"deform": _noise_by_epoch, "max_shift": 0.5},
+                                        {"deform": _noise_by_epoch, "invariance_weight": 0.5}])
 def test_autoencoder_training_lowers_the_loss_and_resumes_exactly(tmp_path, corruption):
     full, full_hist = _small_ae_training(6, **corruption)
     # The validation loss is on clean inputs: the reconstruction error itself.
@@ -199,6 +203,64 @@ def test_deformation_denoising_reads_deformed_inputs_against_the_undeformed_targ
     assert np.abs(out - x.mean(axis=0)).max() < 0.03
 
 
+def test_invariance_training_with_shifts_resumes_exactly(tmp_path):
+    # The two views move by offsets of their own: two draws per batch to replay.
+    kwargs = {"deform": _noise_by_epoch, "invariance_weight": 0.5, "max_shift": 0.5}
+    full, full_hist = _small_ae_training(4, **kwargs)
+    ckpt = Checkpointer(str(tmp_path / "ae"))
+    _small_ae_training(2, ckpt, **kwargs)
+    resumed, resumed_hist = _small_ae_training(4, ckpt, **kwargs)
+    for a, b in zip(full.get_weights(), resumed.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(resumed_hist["loss"], full_hist["loss"], rtol=1e-5)
+    unshifted, _ = _small_ae_training(4, deform=_noise_by_epoch, invariance_weight=0.5)
+    assert not np.allclose(full.get_weights()[0], unshifted.get_weights()[0])
+
+
+def test_invariance_loss_is_the_reconstruction_plus_the_weighted_nt_xent_of_the_views():
+    # Learning rate 0 and one batch of all rows: the epoch's loss is that of the
+    # initial net, whatever the shuffle (NT-Xent does not see the row order).
+    x = _small_x()
+    ae, encoder = build_autoencoder(20, (32, 32, 64), 3, seed=0)
+    hist = train_autoencoder(ae, x, epochs=1, batch_size=len(x), learning_rate=0.0, seed=3,
+                             deform=_noise_by_epoch, invariance_weight=0.7, temperature=0.3,
+                             verbose=0)
+    views = _noise_by_epoch(x, 0)
+    mse = np.mean((ae.predict(x, verbose=0) - x) ** 2)
+    contrast = nt_xent(tf.constant(encoder.predict(x, verbose=0)),
+                       tf.constant(encoder.predict(views, verbose=0)), 0.3).numpy()
+    np.testing.assert_allclose(hist["loss"][0], mse + 0.7 * contrast, rtol=1e-5)
+
+
+def test_invariance_training_ties_each_code_to_its_deformed_views():
+    x = _small_x()
+
+    def contrast(encoder, epoch):  # views the training never drew
+        codes = encoder.predict(x, verbose=0), encoder.predict(_noise_by_epoch(x, epoch), verbose=0)
+        return float(nt_xent(*map(tf.constant, codes)).numpy())
+
+    trained = {}
+    for weight in (0.0, 1.0):  # 0: deformation denoising, the same views as inputs
+        ae, encoder = build_autoencoder(20, (32, 32, 64), 3, seed=0)
+        hist = train_autoencoder(ae, x, epochs=6, batch_size=32, learning_rate=3e-3, seed=3,
+                                 deform=_noise_by_epoch, invariance_weight=weight, verbose=0)
+        trained[weight] = contrast(encoder, 100), hist["val_loss"]
+    assert trained[1.0][0] < trained[0.0][0] - 0.5
+    assert trained[1.0][1][-1] < 0.5 * trained[1.0][1][0]  # and it still reconstructs
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"invariance_weight": -1.0}, r"invariance_weight must be >= 0, got invariance_weight=-1\.0\."),
+    ({"invariance_weight": 1.0}, r"invariance_weight=1\.0 compares each code with that of a "
+                                 r"deformed view; it needs deform, got deform=None\."),
+    ({"temperature": 0.0}, r"temperature must be > 0, got temperature=0\.0\."),
+])
+def test_bad_invariance_arguments_are_named(kwargs, message):
+    ae, _ = build_autoencoder(20, (8, 8, 8), 2, seed=0)
+    with pytest.raises(ValueError, match=message):
+        train_autoencoder(ae, np.zeros((10, 20), np.float32), epochs=1, verbose=0, **kwargs)
+
+
 @pytest.mark.parametrize("deform, message", [
     ("warp", r"deform must be None or a function \(x, epoch\) -> deformed x, got deform='warp'\."),
     (lambda x, epoch: x[:, :10], r"deform must return an array of x's shape \(10, 20\), got "
@@ -253,6 +315,16 @@ def test_bad_translation_arguments_are_named(kwargs, message):
     (["--denoise-deformations"], "--denoise-deformations warps images; --dset reuters has none."),
     (["--dset", "infimnist", "--denoise-deformations", "--seed", "70000"],
      "--denoise-deformations needs --seed in [0, 65535], got 70000."),
+    (["--invariance-weight", "1"], "--invariance-weight warps images; --dset reuters has none."),
+    (["--dset", "infimnist", "--invariance-weight", "1", "--seed", "-1"],
+     "--invariance-weight needs --seed in [0, 65535], got -1."),
+    (["--dset", "infimnist", "--invariance-weight", "-0.5"],
+     "--invariance-weight must be >= 0, got -0.5."),
+    (["--dset", "infimnist", "--invariance-weight", "1", "--temperature", "0"],
+     "--temperature must be > 0, got 0.0."),
+    (["--dset", "infimnist", "--invariance-weight", "1", "--denoise-deformations"],
+     "--denoise-deformations and --invariance-weight exclude each other: the deformed digits "
+     "are either the inputs or second views."),
 ])
 def test_pretrain_script_names_bad_image_augmentation(load_script, capsys, flags,
                                                                     message):

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from spectralnet_tf.losses import contrastive_loss, label_loss, spectral_loss
+from spectralnet_tf.losses import contrastive_loss, label_loss, nt_xent, spectral_loss
 
 
 def _w_y(m=50, k=3, seed=0):
@@ -70,3 +70,27 @@ def test_label_loss_is_zero_without_labels_and_falls_as_classes_separate():
     mixed = tf.constant([[0.0, 0.0], [2.0, 0.0]] * 4)  # each class spread over both places
     apart = tf.constant([[0.0, 0.0]] * 4 + [[2.0, 0.0]] * 4)
     assert label_loss(apart, labels, 2).numpy() < 0.05 < np.log(2) - 1e-6 < label_loss(mixed, labels, 2).numpy() + 1e-6
+
+
+def test_nt_xent_matches_its_definition():
+    rng = np.random.default_rng(4)
+    z1, z2 = rng.normal(size=(2, 6, 3)).astype(np.float32)
+    views = np.concatenate([z1, z2])
+    views /= np.linalg.norm(views, axis=1, keepdims=True)
+    total = 0.0
+    for i in range(12):  # each row against the other 11, its partner 6 rows away
+        others = [j for j in range(12) if j != i]
+        sims = np.array([views[i] @ views[j] for j in others]) / 0.3
+        partner = others.index((i + 6) % 12)
+        total += np.log(np.exp(sims).sum()) - sims[partner]
+    got = nt_xent(tf.constant(z1), tf.constant(z2), temperature=0.3).numpy()
+    np.testing.assert_allclose(got, total / 12, rtol=1e-5)
+
+
+def test_nt_xent_bounds():
+    # Every row the same direction: 2m - 1 equal choices.
+    same = tf.ones((5, 4))
+    np.testing.assert_allclose(nt_xent(same, 3.0 * same).numpy(), np.log(9.0), rtol=1e-6)
+    # Pairs on their own orthogonal axes, scale aside: near 0 at a low temperature.
+    axes = tf.eye(4)
+    assert nt_xent(axes, 2.0 * axes, temperature=0.05).numpy() < 1e-6
