@@ -30,6 +30,7 @@ module, which ``subprocess`` imports.)
 
 import argparse
 import os
+import re
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -153,7 +154,8 @@ def codes(args):
     if not args.no_record:
         from distributed import save_record
 
-        save_record(f"select-codes-{args.split}", record, issue="issue18")
+        save_record(f"select-codes-{args.split}" + (f"-{args.tag}" if args.tag else ""),
+                    record, issue="issue18")
     return record
 
 
@@ -235,6 +237,9 @@ def main(argv=None):
     q.add_argument("--n", type=int, default=10000, help="random digits scored (default 10000)")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--no-record", action="store_true", help="print only")
+    q.add_argument("--tag", help="name the record select-codes-SPLIT-TAG (letters, digits, "
+                                 "'_', '.', '-'), so that a second comparison on one day "
+                                 "keeps the first's record")
     for dset in ("digits", "mnist"):
         q = sub.add_parser(dset, help=f"search on {dset}")
         q.add_argument("--grid", choices=sorted(GRIDS), required=True)
@@ -253,6 +258,9 @@ def main(argv=None):
             p.error(f"--pool must be at least --n ({args.n}), got {args.pool}")
         if args.split != "infimnist" and args.pool != POOL_DEFAULT:
             p.error(f"--pool {args.pool}: only --split infimnist draws from a pool")
+        if args.tag is not None and not re.fullmatch(r"[A-Za-z0-9_.-]+", args.tag):
+            p.error(f"--tag must be a name of letters, digits, '_', '.' or '-', got "
+                    f"--tag {args.tag!r}")
         missing = [w for w in args.weights if not os.path.exists(w)]
         if missing:
             p.error(f"weights: no such file {missing[0]!r}")
