@@ -189,3 +189,25 @@ def test_autoencoders_are_compared_on_the_same_digits(load_script):
     assert [t["params"]["sha256"] for t in record["trials"]] == [sha256(f)[:12] for f in files + files[:1]]
     assert record["best_index"] == int(np.argmax([t["eigengap"] for t in record["trials"]]))
     assert record["correlation"]["trials"] == 3
+
+
+def test_a_tagged_code_comparison_keeps_the_untagged_record(load_script, monkeypatch, tmp_path,
+                                                            capsys):
+    from spectralnet_tf.resources import pretrained_path
+
+    selection = load_script("selection")
+    distributed = load_script("distributed")
+    monkeypatch.setattr(distributed, "ROOT", str(tmp_path))
+    monkeypatch.setitem(__import__("sys").modules, "distributed", distributed)
+    weights = pretrained_path("ae_mnist_weights.h5")
+    base = ["codes", "--split", "train", "--n", "200", weights]
+    selection.main(base)
+    selection.main([*base, "--tag", "second"])
+    names = sorted(p.name[11:] for p in (tmp_path / "benchmarks" / "results").glob("*.json"))
+    assert names == ["issue18-select-codes-train-second.json", "issue18-select-codes-train.json"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        selection.main([*base, "--tag", "a/b"])
+    assert exit_.value.code == 2
+    assert ("--tag must be a name of letters, digits, '_', '.' or '-', got --tag 'a/b'"
+            in capsys.readouterr().err)
