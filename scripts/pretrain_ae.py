@@ -58,6 +58,8 @@ OUTPUT_ACTIVATION = {"mnist": "sigmoid", "infimnist": "sigmoid", "reuters": None
 DEFAULT_SUBSET = {"mnist": None, "infimnist": None, "reuters": 10000}
 #: Infinite MNIST digits trained on by default (held in memory: 784 floats each).
 INFIMNIST_DEFAULT_N = 300_000
+#: NT-Xent's default temperature (SimCLR's for CIFAR-10).
+TEMPERATURE = 0.5
 
 
 def parse_args(argv=None):
@@ -89,8 +91,8 @@ def parse_args(argv=None):
                         "afresh each epoch (infinite MNIST's deformation law), told apart "
                         "from the batch's other codes: NT-Xent (SimCLR) with this weight "
                         "beside the reconstruction loss (0 = off)")
-    p.add_argument("--temperature", type=float, default=0.5,
-                   help="NT-Xent's temperature for --invariance-weight (default 0.5)")
+    p.add_argument("--temperature", type=float, default=TEMPERATURE,
+                   help=f"NT-Xent's temperature for --invariance-weight (default {TEMPERATURE})")
     p.add_argument("--init-weights",
                    help="start from this autoencoder weight file instead of Glorot weights "
                         "(fine-tuning; the file's layer sizes must be the architecture's)")
@@ -117,10 +119,18 @@ def parse_args(argv=None):
         p.error(f"--max-shift must be >= 0, got {args.max_shift}.")
     if args.max_shift and args.dset == "reuters":
         p.error(f"--max-shift moves images; --dset {args.dset} has none.")
-    if args.invariance_weight < 0:
-        p.error(f"--invariance-weight must be >= 0, got {args.invariance_weight}.")
-    if args.temperature <= 0:
-        p.error(f"--temperature must be > 0, got {args.temperature}.")
+    if not 0 <= args.invariance_weight < float("inf"):
+        p.error(f"--invariance-weight must be a finite number >= 0, got "
+                f"{args.invariance_weight}.")
+    if not 0 < args.temperature < float("inf"):
+        p.error(f"--temperature must be a finite number > 0, got {args.temperature}.")
+    if args.temperature != TEMPERATURE and not args.invariance_weight:
+        p.error(f"--temperature {args.temperature} is NT-Xent's; it needs --invariance-weight.")
+    if args.invariance_weight and args.input_dropout:
+        p.error("--input-dropout and --invariance-weight exclude each other: the deformed "
+                "digits are the second inputs.")
+    if args.init_weights is not None and not os.path.isfile(args.init_weights):
+        p.error(f"--init-weights {args.init_weights}: no such file.")
     deforms = [f for f, on in (("--denoise-deformations", args.denoise_deformations),
                                ("--invariance-weight", args.invariance_weight > 0)) if on]
     if len(deforms) == 2:
@@ -184,6 +194,9 @@ def main(argv=None):
     out = args.out or os.path.join(OUT_DIR, DEFAULT_OUT[(args.dset, args.split)])
     ckpt_dir = args.checkpoint_dir or os.path.join(
         ROOT, "runs", "pretrain_ae", os.path.splitext(os.path.basename(out))[0])
+    if args.init_weights and os.path.realpath(args.init_weights) == os.path.realpath(out):
+        raise SystemExit(f"pretrain_ae.py: --init-weights {args.init_weights} is the file this "
+                         "run writes; pass --out another path.")
     checkpointer = Checkpointer(ckpt_dir, write=chief)
     if checkpointer.latest() is not None and not args.resume and chief:
         raise SystemExit(
@@ -197,12 +210,16 @@ def main(argv=None):
     with strategy.scope():
         autoencoder, encoder = build_autoencoder(
             x.shape[1], output_activation=OUTPUT_ACTIVATION[args.dset], seed=args.seed)
+        init = None
         if args.init_weights:
             try:
                 load_ae_weights(autoencoder, args.init_weights)
-            except (OSError, ValueError) as err:
+            except (OSError, ValueError, KeyError) as err:
                 raise SystemExit(f"pretrain_ae.py: --init-weights {args.init_weights}: "
                                  f"{err}") from None
+            # The file as read, before any weights are written.
+            init = {"file": os.path.basename(args.init_weights),
+                    "sha256": sha256(args.init_weights)}
     history = train_autoencoder(
         autoencoder, x, epochs=args.epochs, batch_size=args.batch_size,
         learning_rate=args.lr, input_dropout=args.input_dropout, max_shift=args.max_shift,
@@ -232,8 +249,7 @@ def main(argv=None):
         "denoise_deformations": args.denoise_deformations,
         "invariance_weight": args.invariance_weight,
         "temperature": args.temperature if args.invariance_weight else None,
-        "init_weights": ({"file": os.path.basename(args.init_weights),
-                          "sha256": sha256(args.init_weights)} if args.init_weights else None),
+        "init_weights": init,
         "optimizer": f"Adam(lr={args.lr})", "batch_size": args.batch_size,
         "epochs": len(history["loss"]), "seed": args.seed,
         "final_loss": float(history["loss"][-1]),

@@ -205,8 +205,9 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
     each row's code against its deformed view's code, the batch's other
     codes being the ones to tell it from, so codes learn to leave the
     deformations out while keeping the digits apart; with ``max_shift`` the
-    two views move by offsets of their own (under a strategy, each replica's
-    rows are told apart among its own). It holds
+    two views move by offsets of their own, and under a strategy each code
+    is still told apart from the whole global batch's; ``input_dropout``
+    is refused with it. It holds
     a second copy of x, and ``deform`` runs before each epoch, not beside it.
     Each epoch is one compiled ``tf.function``; with
     a ``checkpointer`` every epoch is saved and an interrupted run resumes with
@@ -237,6 +238,10 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
                          f"that of a deformed view; it needs deform, got deform=None.")
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got temperature={temperature!r}.")
+    if invariance_weight and input_dropout:
+        raise ValueError(f"input_dropout={input_dropout!r} corrupts the inputs of a denoising "
+                         f"autoencoder; with invariance_weight={invariance_weight!r} the "
+                         f"deformed views are the second inputs: use one of them.")
     x = np.asarray(x, dtype=np.float32)
     n = len(x)
     x_all = tf.constant(x)
@@ -254,30 +259,49 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
     def mse(inputs, target):
         return tf.reduce_mean(tf.square(autoencoder(inputs, training=True) - target))
 
-    def reconstruction_and_invariance(batch, views):
-        """Both views encoded in one pass; only the first decoded."""
-        layers = _dense_layers(autoencoder)
-        codes = tf.concat([batch, views], axis=0)
-        for layer in layers[:len(ENCODER_NAMES)]:
-            codes = layer(codes)
-        m = tf.shape(batch)[0]
-        outputs = codes[:m]
-        for layer in layers[len(ENCODER_NAMES):]:
-            outputs = layer(outputs)
-        return (tf.reduce_mean(tf.square(outputs - batch))
-                + invariance_weight * nt_xent(codes[:m], codes[m:], temperature))
-
     def step(inputs, batch):
-        """One update; ``inputs`` are the second views with ``invariance_weight``."""
         rows = tf.shape(batch)[0]
-        inputs, batch = distribute.local_part(inputs), distribute.local_part(batch)
         with tf.GradientTape() as tape:
-            local = (reconstruction_and_invariance(batch, inputs) if invariance_weight
-                     else mse(inputs, batch))
-            loss = distribute.replica_share(local, rows)
+            loss = distribute.replica_share(
+                mse(distribute.local_part(inputs), distribute.local_part(batch)), rows)
         grads = tape.gradient(loss, autoencoder.trainable_variables)
         optimizer.apply_gradients(zip(grads, autoencoder.trainable_variables))  # summed
         return distribute.all_sum(loss)
+
+    def invariance_step(views, batch):
+        """Reconstruction of ``batch`` plus NT-Xent of its codes against its
+        ``views``' codes over the global batch: the codes are gathered (as
+        SpectralNet's outputs in ``train.gradient_step``), every replica takes
+        the full NT-Xent's gradient with respect to them and back-propagates
+        its own rows, and the optimizer sums."""
+        rows = tf.shape(batch)[0]
+        views, batch = distribute.local_part(views), distribute.local_part(batch)
+        local = tf.shape(batch)[0]
+        layers = _dense_layers(autoencoder)
+        with tf.GradientTape() as tape:
+            codes = tf.concat([batch, views], axis=0)  # both views encoded in one pass
+            for layer in layers[:len(ENCODER_NAMES)]:
+                codes = layer(codes)
+            outputs = codes[:local]  # only the digits themselves decoded
+            for layer in layers[len(ENCODER_NAMES):]:
+                outputs = layer(outputs)
+            reconstruction = distribute.replica_share(
+                tf.reduce_mean(tf.square(outputs - batch)), rows)
+        # One gather of both views' codes side by side.
+        both = distribute.all_gather_rows(tf.concat([codes[:local], codes[local:]], axis=1),
+                                          rows, batch_size)
+        z1, z2 = tf.split(both, 2, axis=1)
+        with tf.GradientTape() as loss_tape:
+            loss_tape.watch([z1, z2])
+            contrast = nt_xent(z1, z2, temperature)
+        g1, g2 = loss_tape.gradient(contrast, [z1, z2])
+        grad_codes = invariance_weight * tf.concat(
+            [distribute.local_part(g1), distribute.local_part(g2)], axis=0)
+        grads = tape.gradient([reconstruction, codes], autoencoder.trainable_variables,
+                              output_gradients=[tf.ones_like(reconstruction), grad_codes])
+        optimizer.apply_gradients(zip(grads, autoencoder.trainable_variables))  # summed
+        return distribute.all_sum(reconstruction
+                                  + invariance_weight * distribute.even_share(contrast))
 
     @tf.function
     def run_epoch():
@@ -290,20 +314,21 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
                 if max_shift:
                     batch = translate_images(batch, max_shift, generator, image_shape)
                 inputs = batch
-            elif invariance_weight:  # second views, each moved on its own
-                inputs = tf.gather(inputs_all, rows)
-                if max_shift:
-                    batch = translate_images(batch, max_shift, generator, image_shape)
-                    inputs = translate_images(inputs, max_shift, generator, image_shape)
             else:
                 inputs = tf.gather(inputs_all, rows)
-                if max_shift:
+            if deform is not None and invariance_weight:
+                if max_shift:  # the second views move by offsets of their own
+                    batch = translate_images(batch, max_shift, generator, image_shape)
+                    inputs = translate_images(inputs, max_shift, generator, image_shape)
+                total += distribute.run(strategy, invariance_step, inputs, batch)
+            else:
+                if deform is not None and max_shift:  # an input and its target move together
                     both = translate_images(tf.stack([inputs, batch], -1), max_shift,
                                             generator, image_shape)
                     inputs, batch = both[..., 0], both[..., 1]
-            if input_dropout:
-                inputs = mask_inputs(inputs, input_dropout, generator)
-            total += distribute.run(strategy, step, inputs, batch)
+                if input_dropout:
+                    inputs = mask_inputs(inputs, input_dropout, generator)
+                total += distribute.run(strategy, step, inputs, batch)
         return total / steps
 
     def epoch_with_inputs():

@@ -26,7 +26,10 @@ O(n), and the O(m²) work of W and the loss is split over the replicas.
 
 The Siamese net and the autoencoder train the same way: each replica's share
 of the mean loss of one global minibatch (of pairs, of images) is its own
-rows' part (``replica_share``), and the optimizer sums the gradients.
+rows' part (``replica_share``), and the optimizer sums the gradients. The
+autoencoder's invariance term (NT-Xent over the whole minibatch) gathers
+the codes as SpectralNet gathers Y (``all_gather_rows``: its last minibatch
+may be shorter).
 """
 
 import contextlib
@@ -186,6 +189,23 @@ def all_gather(x):
     rows = None if x.shape[0] is None else x.shape[0] * ctx.num_replicas_in_sync
     out.set_shape([rows, *x.shape[1:]])  # keep the static shape
     return out
+
+
+def all_gather_rows(x, rows, most):
+    """``all_gather`` of the ``local_part``s of a global batch of ``rows``
+    rows, known only at run time and at most ``most`` (a last, shorter
+    batch): each replica's rows are placed at their offset in zeros of
+    ``most`` rows and summed (all-reduce), so every step's collective has
+    one static shape. Gathers and all-reduces of run-time shapes inside a
+    ``tf.range`` loop were seen to fail on a shape mismatch between two
+    replicas' steps (last batch against a full one)."""
+    ctx = _replica()
+    if ctx is None:
+        return x
+    start, stop = _bounds(rows, ctx)
+    padded = tf.pad(x, [[start, most - stop]] + [[0, 0]] * (x.shape.rank - 1))
+    padded.set_shape([most, *x.shape[1:]])
+    return all_sum(padded)[:rows]
 
 
 def is_chief(strategy=None):

@@ -254,6 +254,9 @@ def test_invariance_training_ties_each_code_to_its_deformed_views():
     ({"invariance_weight": 1.0}, r"invariance_weight=1\.0 compares each code with that of a "
                                  r"deformed view; it needs deform, got deform=None\."),
     ({"temperature": 0.0}, r"temperature must be > 0, got temperature=0\.0\."),
+    ({"invariance_weight": 1.0, "deform": _noise_by_epoch, "input_dropout": 0.2},
+     r"input_dropout=0\.2 corrupts the inputs of a denoising autoencoder; with "
+     r"invariance_weight=1\.0 the deformed views are the second inputs: use one of them\."),
 ])
 def test_bad_invariance_arguments_are_named(kwargs, message):
     ae, _ = build_autoencoder(20, (8, 8, 8), 2, seed=0)
@@ -319,9 +322,20 @@ def test_bad_translation_arguments_are_named(kwargs, message):
     (["--dset", "infimnist", "--invariance-weight", "1", "--seed", "-1"],
      "--invariance-weight needs --seed in [0, 65535], got -1."),
     (["--dset", "infimnist", "--invariance-weight", "-0.5"],
-     "--invariance-weight must be >= 0, got -0.5."),
+     "--invariance-weight must be a finite number >= 0, got -0.5."),
+    (["--dset", "infimnist", "--invariance-weight", "nan"],
+     "--invariance-weight must be a finite number >= 0, got nan."),
     (["--dset", "infimnist", "--invariance-weight", "1", "--temperature", "0"],
-     "--temperature must be > 0, got 0.0."),
+     "--temperature must be a finite number > 0, got 0.0."),
+    (["--dset", "infimnist", "--invariance-weight", "1", "--temperature", "inf"],
+     "--temperature must be a finite number > 0, got inf."),
+    (["--dset", "infimnist", "--temperature", "0.1"],
+     "--temperature 0.1 is NT-Xent's; it needs --invariance-weight."),
+    (["--dset", "infimnist", "--invariance-weight", "1", "--input-dropout", "0.2"],
+     "--input-dropout and --invariance-weight exclude each other: the deformed digits are the "
+     "second inputs."),
+    (["--dset", "infimnist", "--init-weights", "/nonexistent/ae.h5"],
+     "--init-weights /nonexistent/ae.h5: no such file."),
     (["--dset", "infimnist", "--invariance-weight", "1", "--denoise-deformations"],
      "--denoise-deformations and --invariance-weight exclude each other: the deformed digits "
      "are either the inputs or second views."),
@@ -389,3 +403,37 @@ def test_pretrain_script_trains_on_infinite_mnist_rows(load_script, capsys):
         with pytest.raises(SystemExit):
             script.parse_args(argv)
         assert message in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not os.environ.get("SPECTRALNET_DATA_DIR"),
+                    reason="needs mnist.npz in $SPECTRALNET_DATA_DIR")
+def test_pretrain_script_starts_from_init_weights_and_records_them(load_script, tmp_path):
+    from spectralnet_tf.resources import sha256
+
+    init = tmp_path / "init.h5"
+    weights = _random_weights(7, SIZES)
+    _write_vade_style(init, weights)
+    before = sha256(str(init))
+    script = load_script("pretrain_ae")
+    common = ["--dset", "infimnist", "--limit", "300", "--epochs", "1", "--quiet",
+              "--invariance-weight", "0.5", "--temperature", "0.2", "--init-weights", str(init)]
+    # Learning rate 0: Adam does not move, so the weights written are the ones read.
+    provenance = script.main([*common, "--lr", "0", "--out", str(tmp_path / "same.h5"),
+                              "--checkpoint-dir", str(tmp_path / "ck")])
+    for (kernel, bias), (k0, b0) in zip(read_ae_weights(str(tmp_path / "same.h5")), weights):
+        np.testing.assert_array_equal(kernel, k0)
+        np.testing.assert_array_equal(bias, b0)
+    assert provenance["init_weights"] == {"file": "init.h5", "sha256": before}
+    assert provenance["loss"] == "mse + 0.5 nt_xent"
+    assert (provenance["invariance_weight"], provenance["temperature"]) == (0.5, 0.2)
+    # The file read is never the file written.
+    with pytest.raises(SystemExit, match=r"pretrain_ae\.py: --init-weights .*init\.h5 is the "
+                                         r"file this run writes; pass --out another path\."):
+        script.main([*common, "--out", str(init), "--checkpoint-dir", str(tmp_path / "ck2")])
+    assert sha256(str(init)) == before
+    wrong = tmp_path / "wrong.h5"
+    _write_vade_style(wrong, _random_weights(8, REUTERS_SIZES))
+    with pytest.raises(SystemExit, match=r"pretrain_ae\.py: --init-weights .*wrong\.h5: "
+                                         r"Autoencoder weight file .* holds layers with shapes"):
+        script.main([*common[:-1], str(wrong), "--out", str(tmp_path / "w.h5"),
+                     "--checkpoint-dir", str(tmp_path / "ck3")])
