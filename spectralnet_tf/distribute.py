@@ -198,10 +198,13 @@ def all_gather_rows(x, rows, most):
     ``most`` rows and summed (all-reduce), so every step's collective has
     one static shape. Gathers and all-reduces of run-time shapes inside a
     ``tf.range`` loop were seen to fail on a shape mismatch between two
-    replicas' steps (last batch against a full one)."""
+    replicas' steps (last batch against a full one). ``x`` is this
+    replica's ``local_part`` of a tensor of known rank; ``most`` a Python
+    integer."""
     ctx = _replica()
     if ctx is None:
         return x
+    most = int(most)
     start, stop = _bounds(rows, ctx)
     padded = tf.pad(x, [[start, most - stop]] + [[0, 0]] * (x.shape.rank - 1))
     padded.set_shape([most, *x.shape[1:]])
