@@ -316,7 +316,7 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
                 inputs = batch
             else:
                 inputs = tf.gather(inputs_all, rows)
-            if deform is not None and invariance_weight:
+            if invariance_weight:  # deform is set (checked above)
                 if max_shift:  # the second views move by offsets of their own
                     batch = translate_images(batch, max_shift, generator, image_shape)
                     inputs = translate_images(inputs, max_shift, generator, image_shape)
