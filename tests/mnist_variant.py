@@ -15,7 +15,7 @@ import os
 
 from spectralnet_tf import SpectralNet, acc, grassmann
 from spectralnet_tf.autoencoder import load_encoder
-from spectralnet_tf.configs import config_for
+from harness.configs import config_for
 from spectralnet_tf.datasets import load_dataset
 from spectralnet_tf.spectral import spectral_clustering
 from spectralnet_tf.streaming import map_batches

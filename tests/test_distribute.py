@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from harness import cluster
 from spectralnet_tf import SpectralNet, distribute
 from spectralnet_tf.orthonorm import Orthonorm, gram
 
@@ -120,41 +121,41 @@ def _ports(configs):
 
 
 def test_localhost_cluster_ports_are_distinct_free_and_outside_the_ephemeral_range():
-    low = distribute._ephemeral_low()
+    low = cluster.ephemeral_low()
     if sys.platform.startswith("linux"):
         assert low is not None  # else the draw below the range is silently off
-    ports = _ports(distribute.localhost_cluster(3))
-    assert len(set(ports)) == 3 and all(distribute._bindable(p) for p in ports)
-    span = distribute.cluster_port_range(3)
+    ports = _ports(cluster.localhost_cluster(3))
+    assert len(set(ports)) == 3 and all(cluster.bindable(p) for p in ports)
+    span = cluster.cluster_port_range(3)
     if span is not None:  # nobody binding port 0 can be handed them
-        assert span == (distribute.CLUSTER_PORTS_LOW, low)
+        assert span == (cluster.CLUSTER_PORTS_LOW, low)
         assert all(span[0] <= p < span[1] for p in ports)
     elif low is not None:  # a range starting too low to draw under: the kernel's
         assert all(p >= low for p in ports)
 
 
 def test_localhost_cluster_without_an_ephemeral_range_takes_the_kernels_ports(monkeypatch):
-    low = distribute._ephemeral_low()
-    monkeypatch.setattr(distribute, "_ephemeral_low", lambda: None)
-    assert distribute.cluster_port_range(2) is None
-    ports = _ports(distribute.localhost_cluster(2))
+    low = cluster.ephemeral_low()
+    monkeypatch.setattr(cluster, "ephemeral_low", lambda: None)
+    assert cluster.cluster_port_range(2) is None
+    ports = _ports(cluster.localhost_cluster(2))
     assert len(set(ports)) == 2 and all(1024 <= p < 65536 for p in ports)
     if low is not None:  # handed out by the kernel, so from its ephemeral range
         assert all(p >= low for p in ports)
 
 
 def test_localhost_cluster_range_too_small_to_draw_apart_is_not_used(monkeypatch):
-    room = distribute.CLUSTER_PORTS_PER_WORKER * 2
-    monkeypatch.setattr(distribute, "_ephemeral_low", lambda: distribute.CLUSTER_PORTS_LOW + room)
-    assert distribute.cluster_port_range(2) == (distribute.CLUSTER_PORTS_LOW,
-                                                distribute.CLUSTER_PORTS_LOW + room)
-    assert distribute.cluster_port_range(3) is None
+    room = cluster.CLUSTER_PORTS_PER_WORKER * 2
+    monkeypatch.setattr(cluster, "ephemeral_low", lambda: cluster.CLUSTER_PORTS_LOW + room)
+    assert cluster.cluster_port_range(2) == (cluster.CLUSTER_PORTS_LOW,
+                                                cluster.CLUSTER_PORTS_LOW + room)
+    assert cluster.cluster_port_range(3) is None
 
 
 @pytest.mark.parametrize("n", [0, -1, 2.0, True])
 def test_localhost_cluster_needs_a_positive_worker_count(n):
     with pytest.raises(ValueError) as err:
-        distribute.localhost_cluster(n)
+        cluster.localhost_cluster(n)
     assert str(err.value) == f"n must be a positive number of workers, got n={n!r}."
 
 
@@ -174,7 +175,7 @@ def _workers(argv, n=2, cwds=None):
     """Start ``n`` processes of ``argv`` as the workers of one cluster on 127.0.0.1."""
     return [subprocess.Popen(argv, env=_env(TF_CONFIG=config), cwd=cwds[i] if cwds else None,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for i, config in enumerate(distribute.localhost_cluster(n))]
+            for i, config in enumerate(cluster.localhost_cluster(n))]
 
 
 def _finish(procs, timeout=300):
@@ -276,7 +277,7 @@ def test_cli_refuses_a_batch_that_does_not_split_over_the_devices(tmp_path):
     proc = _cli([*SMALL_RUN, "--devices", "2", "--batch-size", "255", "--out", str(out)])
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == (
-        "spectralnet: error: batch_size must be a multiple of the number of replicas (2) so "
+        "run.py: error: batch_size must be a multiple of the number of replicas (2) so "
         "that every replica holds an equal shard of the global minibatch, got batch_size=255.")
     assert not out.exists()
 
@@ -298,8 +299,8 @@ def test_cli_worker_killed_fails_the_run_in_one_line_and_resume_finishes(tmp_pat
     last = err.strip().splitlines()[-1]
     # TensorFlow names the lost worker when its message says "remote target ..."
     # (here, usually), else the line says "a worker of the cluster".
-    assert last.startswith(("spectralnet: error: worker /job:worker/replica:0/task:1 failed or "
-                            "stopped answering (", "spectralnet: error: a worker of the cluster "
+    assert last.startswith(("run.py: error: worker /job:worker/replica:0/task:1 failed or "
+                            "stopped answering (", "run.py: error: a worker of the cluster "
                             "failed or stopped answering (")), last
     assert last.endswith(f"; start every worker again with --resume {out}")
     assert not (out / "results.json").exists()

@@ -161,7 +161,7 @@ def test_sources_name_the_mnist_digit_each_row_shows(base):
 def test_deformation_pairs_need_deformed_digits(tmp_path, capsys):
     """Up to 70,000 digits every source is one digit: the flag is refused in
     one line, before a run directory is made."""
-    from spectralnet_tf import cli
+    from harness import reproduce as cli
 
     out = tmp_path / "run"
     with pytest.raises(SystemExit) as exit_:
@@ -169,7 +169,7 @@ def test_deformation_pairs_need_deformed_digits(tmp_path, capsys):
                          "--deformation-pairs", "--out", str(out), "--quiet"])
     assert exit_.value.code == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        "spectralnet: error: --deformation-pairs pairs deformed digits, which come after "
+        "run.py: error: --deformation-pairs pairs deformed digits, which come after "
         "MNIST's 70,000; got --n 1000."]
     assert not out.exists()
 
@@ -194,7 +194,7 @@ def test_run_py_trains_on_infimnist_codes_and_scores_fresh_digits(tmp_path):
     deformed ones) and 10,000 fresh digits (the indices after N) through the
     trained net. Kept cheap: a Siamese net of 3 epochs of 4 steps, random start,
     a few steps."""
-    from spectralnet_tf import cli
+    from harness import reproduce as cli
 
     results = cli.run_command([
         "--dset", "infimnist", "--n", "71000", "--split", "--out", str(tmp_path / "run"),

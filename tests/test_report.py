@@ -13,11 +13,10 @@ SCRIPTS = os.path.join(ROOT, "scripts")
 
 
 @pytest.fixture
-def bench(monkeypatch):
-    monkeypatch.syspath_prepend(SCRIPTS)
-    import bench
+def bench():
+    from harness import report
 
-    return bench
+    return report
 
 
 def test_committed_files_match_their_records():
@@ -94,25 +93,25 @@ def test_split_records_add_the_test_columns_and_status(bench, tmp_path):
 
 
 def test_the_machine_line_names_the_vector_units(bench):
-    assert bench.vector_isa({"fma", "avx2", "avx512f", "avx512_bf16"}) == " (AVX-512, BF16)"
-    assert bench.vector_isa({"fma", "avx2"}) == " (AVX2)"
-    assert bench.vector_isa({"sse4_2"}) == ""
+    from harness.records import vector_isa
+
+    assert vector_isa({"fma", "avx2", "avx512f", "avx512_bf16"}) == " (AVX-512, BF16)"
+    assert vector_isa({"fma", "avx2"}) == " (AVX2)"
+    assert vector_isa({"sse4_2"}) == ""
 
 
 def test_a_record_names_the_tree_its_process_started_from(tmp_path, monkeypatch):
     # A long run's record is written at its end, when the tree may have moved on.
-    monkeypatch.syspath_prepend(SCRIPTS)
-    import distributed
-    import semisup
+    from harness import records
 
     trees = iter(["aaa1111", "bbb2222", "ccc3333"])
-    monkeypatch.setattr(semisup, "commit", lambda: next(trees))
-    monkeypatch.setattr(distributed, "_AT_START", [])
-    distributed.note_start()  # the start of main
-    distributed.note_start()  # a second call keeps the first
-    assert distributed.machine_and_commit()[1] == "aaa1111"
-    assert distributed.machine_and_commit(now=True)[1] == "bbb2222"  # preset.py: a new run.py
-    path = distributed.save_record("t", {"kind": "rows"}, issue="issue0", folder=str(tmp_path))
+    monkeypatch.setattr(records, "commit", lambda: next(trees))
+    monkeypatch.setattr(records, "_AT_START", [])
+    records.note_start()  # the start of main
+    records.note_start()  # a second call keeps the first
+    assert records.machine_and_commit()[1] == "aaa1111"
+    assert records.machine_and_commit(now=True)[1] == "bbb2222"  # preset.py: a new run.py
+    path = records.save_record("t", {"kind": "rows"}, group="test", folder=str(tmp_path))
     with open(path) as f:
         assert json.load(f)["commit"] == "aaa1111"
 

@@ -6,7 +6,7 @@ import h5py
 import numpy as np
 import pytest
 
-from spectralnet_tf import cli
+from harness import reproduce as cli
 from spectralnet_tf.reuters import CATEGORIES, QRELS_FILE, TOKEN_FILES, make_reuters
 
 VOCAB = {c: [f"{c.lower()}word{i}" for i in range(30)] for c in CATEGORIES}

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from spectralnet_tf import cli
+from harness import reproduce as cli
 from spectralnet_tf.datasets import load_dataset
 
 

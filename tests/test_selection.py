@@ -152,15 +152,15 @@ def test_a_diverged_trial_is_recorded_and_not_chosen(blobs, monkeypatch):
 @pytest.mark.slow
 def test_the_script_records_and_renders_a_search(load_script, monkeypatch, tmp_path, capsys):
     selection = load_script("selection")
-    distributed = load_script("distributed")
-    monkeypatch.setattr(distributed, "ROOT", str(tmp_path))
-    monkeypatch.setitem(__import__("sys").modules, "distributed", distributed)
+    from harness import records
+
+    monkeypatch.setattr(records, "RESULTS", str(tmp_path / "benchmarks" / "results"))
     monkeypatch.setitem(selection.GRIDS, "net", {"learning_rate": [1e-3, 1e-2]})
-    from spectralnet_tf import configs
+    from harness import configs
     monkeypatch.setitem(configs.CONFIGS, "digits", {"hidden_units": (32,), "max_epochs": 1,
                                                     "steps_per_epoch": 3})
     record = selection.main(["digits", "--grid", "net"])
-    [path] = (tmp_path / "benchmarks" / "results").glob("*-issue18-select-digits-net.json")
+    [path] = (tmp_path / "benchmarks" / "results").glob("*-selection-select-digits-net.json")
     saved = json.loads(path.read_text())
     assert saved["trials"] == json.loads(json.dumps(record["trials"]))
     assert saved["criterion"] == "val_loss" and saved["n"] == 1797
@@ -196,15 +196,15 @@ def test_a_tagged_code_comparison_keeps_the_untagged_record(load_script, monkeyp
     from spectralnet_tf.resources import pretrained_path
 
     selection = load_script("selection")
-    distributed = load_script("distributed")
-    monkeypatch.setattr(distributed, "ROOT", str(tmp_path))
-    monkeypatch.setitem(__import__("sys").modules, "distributed", distributed)
+    from harness import records
+
+    monkeypatch.setattr(records, "RESULTS", str(tmp_path / "benchmarks" / "results"))
     weights = pretrained_path("ae_mnist_weights.h5")
     base = ["codes", "--split", "train", "--n", "200", weights]
     selection.main(base)
     selection.main([*base, "--tag", "second"])
     names = sorted(p.name[11:] for p in (tmp_path / "benchmarks" / "results").glob("*.json"))
-    assert names == ["issue18-select-codes-train-second.json", "issue18-select-codes-train.json"]
+    assert names == ["selection-select-codes-train-second.json", "selection-select-codes-train.json"]
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_:
         selection.main([*base, "--tag", "a/b"])

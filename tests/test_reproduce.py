@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from spectralnet_tf import cli, rundir
+from harness import reproduce as cli
+from spectralnet_tf import rundir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = ["--hidden", "16", "--epochs", "1", "--steps-per-epoch", "2", "--no-plots",
@@ -23,7 +24,7 @@ def _fails(argv, capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("spectralnet: error: "), err
+    assert len(lines) == 1 and lines[0].startswith("run.py: error: "), err
     return lines[0]
 
 
@@ -119,7 +120,7 @@ def test_bad_autoencoder_file_is_one_line(tmp_path, capsys):
     bad.write_bytes(b"not hdf5")
     line = _fails(["--dset", "mnist", "--data-dir", str(tmp_path), "--ae-weights", str(bad),
                    "--out", str(tmp_path / "o")], capsys)
-    assert line.startswith(f"spectralnet: error: --ae-weights {bad}: ")
+    assert line.startswith(f"run.py: error: --ae-weights {bad}: ")
     assert not (tmp_path / "o").exists()
 
 
@@ -150,7 +151,7 @@ def test_the_script_prints_no_traceback_for_a_user_error(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines()[-1].startswith("spectralnet: error: ")
+    assert proc.stderr.strip().splitlines()[-1].startswith("run.py: error: ")
     assert "mnist.npz does not exist" in proc.stderr
 
 

@@ -1,12 +1,12 @@
-"""The ``spectralnet`` command (``python scripts/run.py`` runs the same ``main``).
+"""The paper reproduction: ``python scripts/run.py``.
 
 Runs SpectralNet on a data set, compares it with exact spectral clustering and
 k-means, and writes ``results.json`` and PNG plots into a run directory:
 
-    spectralnet --dset cc
-    spectralnet --dset mnist --split
-    spectralnet --resume runs/mnist-20261122-101500
-    spectralnet --dset moons --devices 2          # data-parallel on 2 logical devices
+    python scripts/run.py --dset cc
+    python scripts/run.py --dset mnist --split
+    python scripts/run.py --resume runs/mnist-20261122-101500
+    python scripts/run.py --dset moons --devices 2    # data-parallel on 2 logical devices
 
 With ``TF_CONFIG`` set, every worker of the cluster runs the same command
 (same ``--out``) under ``MultiWorkerMirroredStrategy``; only the chief writes.
@@ -21,7 +21,6 @@ import argparse
 import datetime
 import json
 import os
-import resource
 import shutil
 import sys
 import time
@@ -31,24 +30,26 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from . import distribute, rundir  # noqa: E402
-from .affinity import AFFINITIES, SCALES  # noqa: E402
-from .atomic import atomic_file  # noqa: E402
-from .autoencoder import load_encoder  # noqa: E402
-from .centroids import kmeans_labels, kmeans_labels_inertia  # noqa: E402
-from .configs import config_for  # noqa: E402
-from .datasets import DATA_DIR_ENV, DATASETS, MNIST_N_TRAIN, load_dataset  # noqa: E402
-from .estimator import SpectralNet  # noqa: E402
-from .infimnist import N_ORIGINAL, InfiMNIST  # noqa: E402
-from .losses import LAPLACIANS  # noqa: E402
-from .metrics import acc, grassmann, matched, nmi  # noqa: E402
-from .networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS  # noqa: E402
-from .resources import pretrained_path, sha256  # noqa: E402
-from .spectral import DENSE_MAX_N, EigensolverTimeout, edge_purity, spectrum  # noqa: E402
-from .streaming import Rows, is_lazy, map_batches  # noqa: E402
-from .train import GRADIENTS, INITS  # noqa: E402
+from spectralnet_tf import distribute, rundir  # noqa: E402
+from spectralnet_tf.affinity import AFFINITIES, SCALES  # noqa: E402
+from spectralnet_tf.atomic import atomic_file  # noqa: E402
+from spectralnet_tf.autoencoder import load_encoder  # noqa: E402
+from spectralnet_tf.centroids import kmeans_labels, kmeans_labels_inertia  # noqa: E402
+from spectralnet_tf.datasets import DATA_DIR_ENV, DATASETS, MNIST_N_TRAIN, load_dataset  # noqa: E402
+from spectralnet_tf.estimator import SpectralNet  # noqa: E402
+from spectralnet_tf.infimnist import N_ORIGINAL, InfiMNIST  # noqa: E402
+from spectralnet_tf.losses import LAPLACIANS  # noqa: E402
+from spectralnet_tf.metrics import acc, grassmann, matched, nmi  # noqa: E402
+from spectralnet_tf.networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS  # noqa: E402
+from spectralnet_tf.resources import pretrained_path, sha256  # noqa: E402
+from spectralnet_tf.spectral import DENSE_MAX_N, EigensolverTimeout, edge_purity, spectrum  # noqa: E402
+from spectralnet_tf.streaming import Rows, is_lazy, map_batches  # noqa: E402
+from spectralnet_tf.train import GRADIENTS, INITS  # noqa: E402
 
-PROG = "spectralnet"
+from .configs import config_for  # noqa: E402
+from .records import peak_rss_gib  # noqa: E402
+
+PROG = "run.py"
 #: Largest exact reference graph (--grassmann): MNIST's is 70,000 x 684 = 48M edges.
 MAX_REFERENCE_EDGES = 100_000_000
 #: Data sets with an autoencoder code space (run in it by default).
@@ -68,9 +69,9 @@ DESCRIPTION = """\
 Run SpectralNet on a data set, compare it with exact spectral clustering and
 k-means, and write results.json and PNG plots into a run directory.
 
-    spectralnet --dset cc
-    spectralnet --dset mnist --split
-    spectralnet --resume runs/mnist-20261122-101500
+    python scripts/run.py --dset cc
+    python scripts/run.py --dset mnist --split
+    python scripts/run.py --resume runs/mnist-20261122-101500
 
 A user error is one line on stderr and exit status 2, before any training."""
 
@@ -495,11 +496,6 @@ def exact_reference(net, affinity, z, y, seed, batch_size, neighbors="exact", ti
     return labels, vecs, figures
 
 
-def peak_rss_gib():
-    """Peak resident memory of this process so far, GiB (ru_maxrss is KiB on Linux)."""
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)
-
-
 #: run.py's phases that compute references for the record (exact spectral
 #: clustering, the Grassmann distances), not part of clustering the data.
 REFERENCE_PHASES = ("exact", "grassmann", "grassmann_plain", "exact_plain")
@@ -623,7 +619,7 @@ def run(job, out, resume=False, write=True):
 
     if write and not args.no_plots:
         t = time.perf_counter()
-        from . import plots
+        from spectralnet_tf import plots
 
         panels = {"SpectralNet": net.labels_}
         if exact_labels is not None:

@@ -1,0 +1,6 @@
+"""The experiment harness of spectralnet-tf: the paper reproduction
+(``reproduce``, ``configs``), benchmark records (``records``) and the report
+that renders them into BENCHMARKS.md (``report``), and the research commands
+(``bench``, ``distributed``, ``semisup``, ``saddle``, ``preset``,
+``selection``, ``vc``, ``sweep``, ``ablations``, ``pretrain_ae``). Each
+command's entry point is ``scripts/NAME.py``."""

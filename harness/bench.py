@@ -1,0 +1,407 @@
+#!/usr/bin/env python
+"""Benchmarks (not tests). Each writes a record (command, commit, date,
+machine, figures) to benchmarks/results/; ``report`` renders the records into
+the marked blocks of BENCHMARKS.md and README.md.
+
+    python scripts/bench.py matmul            # this machine's matmul rate (the floor's unit)
+    python scripts/bench.py step              # one spectral step at batch 1024 vs the FLOP floor
+    python scripts/bench.py run -- --dset mnist   # scripts/run.py phases, wall time, peak RSS
+    python scripts/bench.py serve --model export/mnist/1   # SavedModel throughput
+    python scripts/bench.py reuters-scale     # run.py --dset reuters peak RSS as n grows
+    python scripts/bench.py scale --sizes 70000 250000 1000000   # infinite MNIST (issue 14)
+    python scripts/bench.py kmeans-sample     # k-means fitted on a sample vs all, 1M codes
+    python scripts/bench.py profile           # where a spectral step's time goes; float32 vs bf16
+    python scripts/bench.py report            # = scripts/report.py: BENCHMARKS.md from the records
+"""
+
+import argparse
+import contextlib
+import datetime
+import os
+import re
+import shutil
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+
+from .records import ROOT, SCRIPTS, matmul_rate, note_start, peak_rss_gib, save_record  # noqa: E402
+from .report import redraw_scale_png, report, rows_table  # noqa: E402
+
+
+def append(title, header, rows, command):
+    """Print the table and keep it as a record in ``benchmarks/results/``
+    (kind "rows"); ``bench.py report`` puts records into BENCHMARKS.md."""
+    tag = f"{command.split()[2]}-{datetime.datetime.now():%H%M%S}"  # e.g. "matmul-101502"
+    save_record(tag, {"kind": "rows", "title": title, "header": list(header),
+                      "rows": [[str(c) for c in row] for row in rows]}, group="bench")
+    print(rows_table({"title": title, "header": header, "rows": rows}))
+
+def spectral_step_flops(m, dims):
+    """FLOPs of one iteration: ortho forward + gradient forward/backward + loss."""
+    k = dims[-1]
+    fwd = 2 * m * sum(a * b for a, b in zip(dims[:-1], dims[1:]))
+    # forward on the ortho batch, forward + backward (2× forward) on the gradient batch,
+    # and the m×m affinity / trace-form loss terms.
+    return fwd + 3 * fwd + 2 * m * m * (dims[0] + 2 * k)
+
+
+def bench_step(args, command):
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.networks import build_spectralnet
+    from spectralnet_tf.train import train_spectralnet
+
+    rate = matmul_rate()
+    dims = (10, 1024, 1024, 512, 10)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(20000, 10)).astype(np.float32)
+    aff = GaussianKNNAffinity(n_nbrs=3, scale_nbr=2).fit(x, 1024)
+    model, body = build_spectralnet(10, 10, dims[1:-1], seed=0)
+    hist = train_spectralnet(model, body, aff, x[:18000], x[18000:], batch_size=1024,
+                             ortho_batch_size=1024, epochs=3, steps_per_epoch=args.steps,
+                             patience=100, verbose=0)
+    step_ms = 1000 * min(hist["epoch_seconds"][1:]) / args.steps
+    flops = spectral_step_flops(1024, dims)
+    floor_ms = 1000 * flops / (rate * 1e9)
+    append("Spectral step at batch 1024 (10-1024-1024-512-10, kNN affinity)",
+           ["matmul GFLOP/s (2048², fp32)", "step GFLOP", "floor ms", "measured ms/step", "of floor"],
+           [[f"{rate:.0f}", f"{flops / 1e9:.2f}", f"{floor_ms:.1f}", f"{step_ms:.1f}",
+             f"{step_ms / floor_ms:.2f}×"]], command)
+
+
+def _timed(fn, repeats):
+    """ms per call of a compiled ``fn`` (after one warm-up call)."""
+    import tensorflow as tf
+
+    fn()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        out = fn()
+    tf.nest.map_structure(lambda t: t.numpy(), out)
+    return 1000 * (time.perf_counter() - start) / repeats
+
+
+def bench_profile(args, command):
+    """Each part of one SpectralNet iteration at batch 1024 (10-1024-1024-512-10),
+    compiled and timed alone, for a float32 and a bfloat16 network body
+    (``dtype_policy``: the hidden layers; the size-k layer and Orthonorm
+    stay float32, as in training)."""
+    import tensorflow as tf
+
+    import keras
+
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.networks import build_spectralnet
+    from spectralnet_tf.train import gradient_step
+
+    m, repeats = 1024, args.steps
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.normal(size=(m, 10)).astype(np.float32))
+    aff = GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local").fit(x.numpy(), m)
+    rows = []
+    for policy in ("float32", "mixed_bfloat16"):
+        model, body = build_spectralnet(10, 10, (1024, 1024, 512), seed=0, dtype_policy=policy)
+        orthonorm = model.layers[-1]
+        optimizer = keras.optimizers.RMSprop(1e-3)
+        optimizer.build(model.trainable_variables)
+
+        @tf.function
+        def ortho():
+            return orthonorm.orthogonalize(tf.cast(body(x, training=False), tf.float32))
+
+        @tf.function
+        def affinity():
+            return aff.kernel_matrix(x)
+
+        w = affinity()
+
+        @tf.function
+        def gradient():
+            return gradient_step(model, optimizer, x, w)
+
+        @tf.function
+        def step():
+            ortho()
+            tf.identity(affinity())
+            return gradient()
+
+        parts = {name: _timed(fn, repeats) for name, fn in
+                 (("ortho step", ortho), ("affinity", affinity), ("gradient step", gradient),
+                  ("whole iteration", step))}
+        rows += [[policy, name, f"{ms:.1f}"] for name, ms in parts.items()]
+    append("Where a spectral iteration's time goes (batch 1024, 10-1024-1024-512-10)",
+           ["network dtype policy", "part (compiled alone)", "ms"], rows, command)
+
+
+def bench_matmul(args, command):
+    import tensorflow as tf
+
+    rows = [[name, f"{matmul_rate(dtype=dt):.0f}"] for name, dt in
+            (("float32", tf.float32), ("bfloat16", tf.bfloat16))]
+    append("Matmul rate, 2048² (tf.function)", ["dtype", "GFLOP/s"], rows, command)
+
+
+def bench_run(args, command):
+    from . import reproduce as cli
+
+    rate = matmul_rate()  # in the same process: the unit of issue 14's time targets
+    r = cli.run_command(args.rest)
+    s = r["seconds"]
+    phases = ", ".join(f"{k} {v:.0f}s" for k, v in s.items() if k != "total")
+    row = [r["dataset"], r.get("space", "input"), r.get("affinity", ""), r["n"],
+           f"{r['acc']:.4f}", f"{r['nmi']:.4f}",
+           f"{r['test_acc']:.4f}" if "test_acc" in r else "",
+           f"{r['grassmann']:.4f}" if "grassmann" in r else "",
+           f"{s['total'] / 60:.1f}", f"{rate:.1f}", f"{s['total'] * rate / 200 / 60:.1f}",
+           phases, f"{r['peak_rss_gib']:.2f}"]
+    append("scripts/run.py", ["dataset", "space", "affinity", "n", "ACC", "NMI", "test ACC",
+                              "Grassmann", "total min", "matmul GFLOP/s",
+                              "total min at 200 GFLOP/s", "phases", "peak RSS GiB"],
+           [row], command)
+
+
+def bench_serve(args, command):
+    import tensorflow as tf
+
+    model = tf.saved_model.load(args.model)
+    serve = model.signatures["serving_default"]
+    d = serve.structured_input_signature[1]["x"].shape[-1]
+    # Dense kernels are the 2-D variables: 2 * in * out FLOPs per point each.
+    shapes = [shape for _, shape in tf.train.list_variables(
+        os.path.join(args.model, "variables", "variables"))]
+    flops = 2 * sum(int(np.prod(s)) for s in shapes if len(s) == 2)
+    rate = matmul_rate()
+    rows = []
+    for batch in (1, 1024):
+        x = tf.constant(np.random.default_rng(0).uniform(size=(batch, d)).astype(np.float32))
+        serve(x=x)
+        n_calls = max(3, 2000 // batch)
+        start = time.perf_counter()
+        for _ in range(n_calls):
+            serve(x=x)["cluster"].numpy()
+        seconds = time.perf_counter() - start
+        points = batch * n_calls / seconds
+        floor = rate * 1e9 / flops  # points/s if every FLOP ran at the matmul rate
+        rows.append([batch, f"{points:,.0f}", f"{1000 * seconds / n_calls:.2f}",
+                     f"{flops / 1e6:.2f}", f"{rate:.0f}", f"{floor:,.0f}", f"{points / floor:.1%}"])
+    append(f"Exported SavedModel throughput ({args.model})",
+           ["batch", "points/s", "ms/call", "MFLOP/point", "matmul GFLOP/s",
+            "points/s at matmul rate", "of that"], rows, command)
+
+
+def write_synthetic_reuters(path, n, n_words=2000, seed=0, chunk=10000):
+    """An HDF5 file in the layout of scripts/make_reuters.py: n documents of
+    four topics, each a draw of 80 words from its topic's distribution (a
+    Dirichlet over the vocabulary, concentrated on 300 words), as l2-normalized
+    log-counts. Written a chunk at a time."""
+    import h5py
+
+    rng = np.random.default_rng(seed)
+    topics = np.full((4, n_words), 0.01)
+    for t in range(4):
+        topics[t, rng.choice(n_words, 300, replace=False)] += 1.0
+    topics = np.stack([rng.dirichlet(a) for a in topics])
+    with h5py.File(path, "w") as h5:
+        data = h5.create_dataset("data", (n, n_words), "float32", chunks=(min(chunk, n), n_words))
+        labels = rng.integers(0, 4, n)
+        for start in range(0, n, chunk):
+            lab = labels[start:start + chunk]
+            counts = np.stack([rng.multinomial(80, topics[t]) for t in lab]).astype(np.float32)
+            rows = np.log1p(counts)
+            data[start:start + chunk] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        h5.create_dataset("labels", data=labels.astype(np.int64))
+
+
+def bench_reuters_scale(args, command):
+    import json
+    import subprocess
+    import tempfile
+
+    root = ROOT
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        ae = os.path.join(tmp, "ae.h5")
+        for n in args.sizes:
+            data_dir = os.path.join(tmp, f"n{n}")
+            os.makedirs(data_dir)
+            write_synthetic_reuters(os.path.join(data_dir, "reuters.h5"), n)
+            if not os.path.exists(ae):  # one autoencoder (10,000 documents) for every size
+                subprocess.run([sys.executable, os.path.join(SCRIPTS, "pretrain_ae.py"), "--dset",
+                                "reuters", "--data-dir", data_dir, "--epochs", "5", "--out", ae,
+                                "--checkpoint-dir", os.path.join(tmp, "ae_ckpt"), "--quiet"],
+                               check=True, env=env)
+            out = os.path.join(tmp, f"run{n}")
+            subprocess.run([sys.executable, os.path.join(SCRIPTS, "run.py"), "--dset", "reuters",
+                            "--data-dir", data_dir, "--ae-weights", ae, "--out", out,
+                            "--epochs", str(args.epochs), "--siamese-epochs", str(args.epochs),
+                            "--no-exact", "--no-plots", "--quiet"], check=True, env=env, cwd=root)
+            with open(os.path.join(out, "results.json")) as f:
+                r = json.load(f)
+            s = r["seconds"]
+            rows.append([f"{n:,}", f"{n * 2000 * 4 / 2**30:.2f}", f"{r['peak_rss_gib']:.2f}",
+                         f"{r['acc']:.4f}", f"{s['total']:.0f}",
+                         ", ".join(f"{k} {v:.0f}s" for k, v in s.items() if k != "total")])
+            shutil.rmtree(data_dir)
+    append(f"run.py --dset reuters on synthetic documents ({args.epochs} Siamese and "
+           "SpectralNet epochs), peak RSS as n grows",
+           ["documents", "float32 matrix GiB (on disk)", "peak RSS GiB", "ACC", "total s",
+            "phases"], rows, command)
+
+
+#: run.py flags of every ``scale`` run: 10,000 fresh digits scored, exact
+#: spectral clustering of the kNN graph of all n points, no plots.
+SCALE_RUN = ["--dset", "infimnist", "--split", "--exact-knn", "--no-plots", "--quiet"]
+#: ``scale --acceptance``: run.py as issue 14's acceptance check runs it
+#: (``--export DIR --out DIR2`` added), so its time is the issue's end to end.
+ACCEPTANCE_RUN = ["--dset", "infimnist", "--seed", "0"]
+
+
+@contextlib.contextmanager
+def rss_trace(interval=2.0):
+    """Resident memory of this process every ``interval`` seconds, as a list
+    of [seconds, GiB] filled while the block runs: where in a phase the peak
+    falls, which the per-phase peaks cannot say inside training."""
+    import threading
+
+    page = os.sysconf("SC_PAGE_SIZE")
+    trace, stop, start = [], threading.Event(), time.perf_counter()
+
+    def sample():
+        while not stop.wait(interval):
+            with open("/proc/self/statm") as f:
+                resident = int(f.read().split()[1]) * page
+            trace.append([round(time.perf_counter() - start, 1), round(resident / 2**30, 3)])
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield trace
+    finally:
+        stop.set()
+        thread.join()
+
+
+def bench_scale(args, command):
+    """``run.py --dset infimnist --n N --split`` for each size, each in its
+    own process (``scale --one N``), so that its peak RSS is its own; one
+    record per size. ``--one N``: that size in this process, after measuring
+    the matmul rate here (times are also reported in its units)."""
+    import subprocess
+    import tempfile
+
+    if args.one is None:
+        for n in args.sizes:
+            subprocess.run([sys.executable, os.path.join(SCRIPTS, "bench.py"), "scale", "--one", str(n),
+                            *(["--acceptance"] if args.acceptance else []),
+                            *(["--tag", args.tag] if args.tag else []),
+                            *(["--", *args.rest] if args.rest else [])], check=True)
+        return
+
+    from . import reproduce as cli
+
+    rate = matmul_rate()
+    with tempfile.TemporaryDirectory() as tmp, rss_trace() as trace:
+        flags = ([*ACCEPTANCE_RUN, "--export", os.path.join(tmp, "export")] if args.acceptance
+                 else SCALE_RUN)
+        r = cli.run_command([*flags, "--n", str(args.one), "--out", os.path.join(tmp, "run"),
+                             *args.rest])
+    s = r["seconds"]
+    record = {
+        "kind": "scale", "n": r["n"], "matmul_gflops": round(rate, 1), "seconds": s,
+        "peak_rss_gib": r["peak_rss_gib"], "peak_rss_gib_after": r["peak_rss_gib_after"],
+        "rss_trace": trace, "acc": r["acc"], "nmi": r["nmi"],
+        "kmeans_acc": r["kmeans_acc"], "kmeans_nmi": r["kmeans_nmi"],
+        **{key: r[key] for key in ("exact_acc_plain", "exact_nmi_plain", "exact_plain_timeout",
+                                   "exact_eigenvalues_plain", "exact_cluster_sizes_plain",
+                                   "exact_edge_purity_plain", "exact_kmeans_runs_plain",
+                                   "by_part", "deformation_pairs", "history",
+                                   "siamese_history") if key in r},
+        "epochs": r["epochs"], "iterations": r["iterations"], "config": r["config"]}
+    if "test_acc" in r:
+        record["fresh"] = {"n": r["n_test"], "acc": r["test_acc"], "nmi": r["test_nmi"],
+                           "points_per_s": r["n_test"] / s["test"]}
+    kind = args.tag or ("accept" if args.acceptance else "scale")
+    save_record(f"{kind}-n{args.one}", record, group="scale")
+    redraw_scale_png()  # after each size, so one-size runs (--one) keep it current too
+
+
+def bench_kmeans_sample(args, command):
+    """k-means on the autoencoder codes of n infinite-MNIST digits (``--one``,
+    default 1,000,000): fitted on a uniform sample of ``KMEANS_FIT_MAX`` and
+    every point assigned (what the package does above that size), against
+    fitted on all n. ACC, NMI and seconds of each, seeds 0-2."""
+    from sklearn.cluster import KMeans
+
+    from spectralnet_tf.autoencoder import load_encoder
+    from spectralnet_tf.centroids import KMEANS_FIT_MAX, kmeans_labels
+    from .reproduce import AE_ALL
+    from spectralnet_tf.datasets import load_dataset
+    from spectralnet_tf.metrics import acc, nmi
+    from spectralnet_tf.resources import pretrained_path
+    from spectralnet_tf.streaming import map_batches
+
+    n = args.one or 1_000_000
+    x, y, k = load_dataset("infimnist", n=n)
+    z = map_batches(load_encoder(pretrained_path(AE_ALL)), x)
+    rows = []
+    for seed in (0, 1, 2):
+        for name, fit in ((f"sample of {KMEANS_FIT_MAX:,}, then assigned", kmeans_labels),
+                          ("all points", lambda z, k, seed: KMeans(
+                              k, n_init=10, random_state=seed).fit_predict(z))):
+            t = time.perf_counter()
+            labels = fit(z, k, seed)
+            rows.append([seed, name, f"{acc(y, labels):.4f}", f"{nmi(y, labels):.4f}",
+                         f"{time.perf_counter() - t:.1f}"])
+    append(f"k-means (10 restarts) on the codes of {n:,} infinite-MNIST digits: fitted on a "
+           "sample or on all", ["seed", "fitted on", "ACC", "NMI", "seconds"], rows, command)
+
+
+def main(argv=None):
+    note_start()  # the tree this run starts from names its records
+    argv = sys.argv[1:] if argv is None else argv
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("what", choices=["matmul", "step", "run", "serve", "reuters-scale", "scale",
+                                    "kmeans-sample", "profile", "report"])
+    p.add_argument("--check", action="store_true",
+                   help="report: exit 1 if BENCHMARKS.md or README.md is stale")
+    p.add_argument("--sizes", type=int, nargs="+",
+                   help="documents per synthetic corpus (reuters-scale; default 25000 50000 "
+                        "100000 200000), digits (scale; default 70000 250000 1000000 2500000 "
+                        "8100000)")
+    p.add_argument("--one", type=int, help="scale: run this one size in this process; "
+                   "kmeans-sample: the number of digits (default 1000000)")
+    p.add_argument("--acceptance", action="store_true",
+                   help="scale: run.py as issue 14's acceptance check runs it (--seed 0 "
+                        "--export, plots; no fresh digits, no exact reference), records "
+                        "named accept-nN")
+    p.add_argument("--tag", help="scale: records named TAG-nN instead of scale-nN / accept-nN "
+                   "(a variant, e.g. run.py flags after --, kept out of the main tables)")
+    p.add_argument("--epochs", type=int, default=2, help="training epochs (reuters-scale)")
+    p.add_argument("--steps", type=int, default=40,
+                   help="steps per timed epoch (step), calls per timed part (profile)")
+    p.add_argument("--model", help="SavedModel version directory (serve)")
+    own, rest = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    args = p.parse_args(own)
+    args.rest = rest  # run.py arguments, after --
+    if args.tag is not None and (args.tag in ("scale", "accept")
+                                 or not re.fullmatch(r"[A-Za-z0-9_.-]+", args.tag)):
+        p.error(f"--tag must be a name of letters, digits, '_', '.' or '-' other than 'scale' "
+                f"and 'accept' (the main tables' records), got --tag {args.tag!r}")
+    args.sizes = args.sizes or {"scale": [70000, 250000, 1000000, 2500000, 8100000]}.get(
+        args.what, [25000, 50000, 100000, 200000])
+    command = "python scripts/bench.py " + " ".join(argv)
+    {"matmul": bench_matmul, "step": bench_step, "run": bench_run, "serve": bench_serve,
+     "reuters-scale": bench_reuters_scale, "scale": bench_scale,
+     "kmeans-sample": bench_kmeans_sample, "profile": bench_profile,
+     "report": lambda args, command: report(args.check)}[args.what](args, command)
+    if args.what == "report":
+        return
+    print(f"peak RSS {peak_rss_gib():.2f} GiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,544 @@
+#!/usr/bin/env python
+"""Semi-supervised SpectralNet under heavy noise (issue 17): benchmarks, not tests.
+
+    python scripts/semisup.py grid                # two noisy rings: n x outer radius x noise, 5 seeds
+    python scripts/semisup.py grid --fraction 0   # the same data without labels
+    python scripts/semisup.py ablate              # each part's contribution, on development seeds
+    python scripts/semisup.py cause               # exact spectral clustering with every labeled pair
+    python scripts/semisup.py harmonic RECORD.json  # the exact semi-supervised reference per trial
+    python scripts/semisup.py harmonic --n 3000 --seeds 100 101   # ... on data of its own, no net
+    python scripts/semisup.py mnist --fractions 0.02 0.01 0.001   # run.py --dset mnist with labels
+    python scripts/semisup.py table RECORD.json   # the Markdown table of a record
+    python scripts/semisup.py plot RECORD.json --out PNG
+
+Each command that trains writes one JSON record into ``benchmarks/results/``
+(command, commit, date, machine, matmul rate, every trial); ``table`` and
+``plot`` read records, so each figure in BENCHMARKS.md comes from one.
+Labels: each point is labeled with probability ``--fraction``, drawn from a
+stream that depends on the seed only (not on the data's own stream).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+
+from .records import ROOT, SCRIPTS, matmul_rate, record_heading  # noqa: E402
+
+#: (outer radius, noise): from 0.08 up to the largest noise at which the Bayes
+#: rule still reaches >= 0.985 (0.9885 at 1.5 / 0.11; 0.9882 at 2.0 / 0.22).
+SETTINGS = [(1.5, 0.08), (1.5, 0.10), (1.5, 0.11), (2.0, 0.08), (2.0, 0.15), (2.0, 0.22)]
+SIZES = [1500, 5000]
+#: Development seeds for choices (ablate); the grid reports seeds 0-4.
+DEV_SEEDS = [100, 101, 102]
+
+
+def partial_labels(y, fraction, seed):
+    rng = np.random.default_rng([17, seed])
+    return np.where(rng.uniform(size=len(y)) < fraction, y, -1).astype(np.int64)
+
+
+def sampled_graph(x, seed):
+    """The estimator's default affinity on all of x as its minibatches sample
+    it (``for_full_data``), with the batch the estimator uses after its 10%
+    hold-out: (sparse W, fitted minibatch affinity, batch size)."""
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+
+    n = len(x)
+    m = min(1024, int(0.9 * n))
+    aff = GaussianKNNAffinity().fit(x, batch_size=m, seed=seed)
+    return aff.for_full_data(n, m).graph(x), aff, m
+
+
+def harmonic_acc(x, y, known, seed):
+    """ACC of the exact semi-supervised reference: the harmonic function of
+    the graph SpectralNet's minibatches sample, with the same labels."""
+    from spectralnet_tf.metrics import acc
+    from spectralnet_tf.spectral import harmonic_labels
+
+    w = sampled_graph(x.astype(np.float32), seed)[0]
+    return round(acc(y, harmonic_labels(w, known, 2)), 4)
+
+
+def supervised_acc(x, y, known):
+    """ACC (matched, as for the clusterings) of a classifier that sees the
+    labeled points alone, no graph: an RBF support vector machine, C chosen
+    by up to 5-fold cross-validation on those points (their labels are the
+    only ones a user has; C = 1 if a class has fewer than two). Where it
+    fails too, the labels themselves are too few to place the boundary."""
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+    from sklearn.svm import SVC
+
+    from spectralnet_tf.metrics import acc
+
+    lab = known >= 0
+    classes, counts = np.unique(known[lab], return_counts=True)
+    if classes.size < 2:
+        raise ValueError(f"the labeled points must hold two classes or more, got "
+                         f"{classes.tolist()} ({int(lab.sum())} labeled points).")
+    n_folds = min(5, counts.min())
+    model = SVC() if n_folds < 2 else GridSearchCV(
+        SVC(), {"C": [0.1, 1.0, 10.0, 100.0, 1000.0]},
+        cv=StratifiedKFold(n_folds, shuffle=True, random_state=0))
+    return round(acc(y, model.fit(x[lab], known[lab]).predict(x)), 4)
+
+
+def rings_and_labels(n, r2, noise, seed, fraction):
+    """The two rings of a setting and seed, their labels, and the partial
+    labels of ``fraction`` (the same in every command)."""
+    from spectralnet_tf.datasets import rings
+
+    x, y = rings(n, noise=noise, seed=seed, radii=(1.0, r2))
+    y = y.astype(np.int64)
+    return x, y, partial_labels(y, fraction, seed)
+
+
+def trial(n, r2, noise, seed, fraction, params):
+    from sklearn.semi_supervised import LabelSpreading
+
+    from spectralnet_tf import SpectralNet
+    from spectralnet_tf.metrics import acc
+
+    x, y, known = rings_and_labels(n, r2, noise, seed, fraction)
+    start = time.perf_counter()
+    net = SpectralNet(2, random_state=seed, **params)
+    net.fit(x, partial_labels=known if fraction > 0 else None)
+    out = {"n": n, "outer_radius": r2, "noise": noise, "seed": seed, "fraction": fraction,
+           "labeled": int((known >= 0).sum()) if fraction > 0 else 0,
+           "acc": round(acc(y, net.labels_), 4),
+           "seconds": round(time.perf_counter() - start, 1),
+           "epochs": len(net.history_["loss"]),
+           "final_val_loss": round(net.history_["val_loss"][-1], 5)}
+    if fraction > 0:
+        # Reference, not tuned: scikit-learn's label spreading on the 10-NN graph
+        # (its default alpha), with the same labels.
+        spread = LabelSpreading(kernel="knn", n_neighbors=10).fit(x, known)
+        out["label_spreading_acc"] = round(acc(y, spread.transduction_), 4)
+        out["harmonic_acc"] = harmonic_acc(x, y, known, seed)
+    return out
+
+
+def _one_thread():
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+
+
+def _trial(job):
+    return trial(*job)
+
+
+def save_record(kind, tag, args, trials, extra):
+    from .records import save_record as save
+
+    return save(tag, {"kind": kind, **extra, "trials": trials}, group="semisup",
+                folder=args.results)
+
+
+def run_trials(jobs, log, processes=1):
+    """Each trial in order; with ``processes`` > 1, that many worker
+    processes of one thread each (a numeric variant of its own: the record
+    says which)."""
+    trials = []
+    if processes == 1:
+        for job in jobs:
+            trials.append(trial(*job))
+            print(json.dumps(trials[-1]), file=log, flush=True)
+        return trials
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_one_thread) as pool:
+        for out in pool.map(_trial, jobs):
+            trials.append(out)
+            print(json.dumps(out), file=log, flush=True)
+    return trials
+
+
+def cmd_grid(args):
+    from spectralnet_tf.datasets import rings_bayes_accuracy
+
+    params = json.loads(args.params)
+    rate = matmul_rate()
+    jobs = [(n, r2, noise, seed, args.fraction, params)
+            for n in args.n for r2, noise in args.settings for seed in args.seeds]
+    bayes = {f"{r2}/{noise}": rings_bayes_accuracy(noise, (1.0, r2)) for r2, noise in args.settings}
+    trials = run_trials(jobs, sys.stdout, args.processes)
+    tag = args.tag or ("grid-labels" if args.fraction > 0 else "grid-nolabels")
+    save_record("grid", tag, args, trials, {"params": params, "bayes": bayes,
+                                             "processes": args.processes,
+                                             "matmul_gflops": round(rate, 1)})
+
+
+#: Variants of ablate: the estimator's parameters, each measured on DEV_SEEDS.
+VARIANTS = {
+    "pairs only (paper Sec. 5.3)": {"label_weight": 0.0, "labeled_share": 0.0},
+    "+ oversampling": {"label_weight": 0.0, "labeled_share": 0.1},
+    "+ cross-entropy": {"label_weight": 1.0, "labeled_share": 0.1},
+    "cross-entropy, no oversampling": {"label_weight": 1.0, "labeled_share": 0.0},
+    "+ Siamese (labeled pairs)": {"label_weight": 1.0, "labeled_share": 0.1,
+                                   "affinity_embedding": "siamese"},
+}
+
+
+def cmd_ablate(args):
+    params = json.loads(args.params)
+    rate = matmul_rate()
+    names = args.variants or list(VARIANTS)
+    keys = [(name, n, r2, noise, s) for name in names for n in args.n
+            for r2, noise in args.settings for s in args.seeds]
+    jobs = [(n, r2, noise, s, args.fraction, {**params, **VARIANTS[name]})
+            for name, n, r2, noise, s in keys]
+    trials = [{"variant": key[0], **out}
+              for key, out in zip(keys, run_trials(jobs, sys.stdout, args.processes))]
+    save_record("ablate", args.tag or "ablate", args, trials,
+                {"params": params, "variants": {k: VARIANTS[k] for k in names},
+                 "processes": args.processes, "matmul_gflops": round(rate, 1)})
+
+
+def rayleigh(w, side):
+    """``f^T L f / f^T f`` for the centred indicator f of a two-way split:
+    the unnormalized-Laplacian cost the spectral loss puts on that split."""
+    f = np.where(side, 1.0, -1.0)
+    f -= f.mean()
+    return float((w.sum(axis=1) * f**2).sum() - f @ w @ f) / float(f @ f)
+
+
+def cmd_cause(args):
+    """Is it the minibatch? Exact spectral clustering of the graph a minibatch
+    samples (``for_full_data``), without labels and with *every* labeled pair
+    overridden (the most the paper's rule can do), the share of a random
+    minibatch's affinity that the labeled pairs carry, and what that
+    minibatch's graph costs for the true split and for both rings halved."""
+    import tensorflow as tf
+
+    from spectralnet_tf.affinity import apply_labels
+    from spectralnet_tf.metrics import acc
+    from spectralnet_tf.spectral import cluster_graph
+
+    trials = []
+    for n in args.n:
+        for r2, noise in args.settings:
+            for seed in args.seeds:
+                x, y, known = rings_and_labels(n, r2, noise, seed, args.fraction)
+                x = x.astype(np.float32)
+                w, aff, m = sampled_graph(x, seed)
+                w = w.toarray().astype(np.float32)
+                out = {"n": n, "outer_radius": r2, "noise": noise, "seed": seed,
+                       "fraction": args.fraction, "labeled": int((known >= 0).sum())}
+                for name, graph in (("exact_sc_no_labels", w),
+                                    ("exact_sc_all_labeled_pairs",
+                                     apply_labels(tf.constant(w), tf.constant(known)).numpy())):
+                    out[name] = round(acc(y, cluster_graph(graph, 2)[0]), 4)
+                rows = np.random.default_rng(seed).choice(n, m, replace=False)
+                w0 = aff(x[rows]).numpy()
+                # What the loss prefers without labels: the ratio-cut cost of the
+                # true split and of the cheapest cut of both rings in halves.
+                angle = np.arctan2(x[rows, 1], x[rows, 0])
+                out["cut_true"] = round(rayleigh(w0, y[rows] == 1), 4)
+                out["cut_halves"] = round(min(rayleigh(w0, np.cos(angle - a) > 0)
+                                              for a in np.linspace(0, np.pi, 12, endpoint=False)), 4)
+                wb = apply_labels(tf.constant(w0), tf.constant(known[rows])).numpy()
+                lab = known[rows] >= 0
+                out["batch_labeled_points"] = int(lab.sum())
+                out["batch_labeled_pair_share"] = round(
+                    float(wb[np.ix_(lab, lab)].sum() / wb.sum()), 5)
+                print(json.dumps(out), flush=True)
+                trials.append(out)
+    save_record("cause", args.tag or "cause", args, trials, {})
+
+
+def labeled_grid_trials(paths):
+    """Each labeled trial of the grid records at ``paths``, with its data and
+    labels made again from the seed: (trial, x, y, partial labels)."""
+    for path in paths:
+        with open(path) as f:
+            record = json.load(f)
+        for t in record["trials"]:
+            if t["fraction"]:
+                yield (t, *rings_and_labels(t["n"], t["outer_radius"], t["noise"], t["seed"],
+                                            t["fraction"]))
+
+
+def cmd_arcs(args):
+    """Where the labels fall: per trial of the grid records given, the labeled
+    points on each ring, the widest arc of each ring without one (degrees,
+    from the centre) and the labeled points that the Bayes rule puts on the
+    other ring, beside that trial's ACC. The labels are the grid's own
+    (``partial_labels``); nothing here is fitted."""
+    from scipy.stats import spearmanr
+
+    from spectralnet_tf.datasets import rings_bayes_rule
+
+    trials = []
+    for t, x, _, known in labeled_grid_trials(args.records):
+        out = {key: t[key] for key in ("n", "outer_radius", "noise", "seed")}
+        for ring, name in ((0, "inner"), (1, "outer")):
+            angle = np.sort(np.degrees(np.arctan2(x[known == ring, 1], x[known == ring, 0])))
+            out[f"{name}_labeled"] = int(angle.size)
+            out[f"{name}_widest_unlabeled_arc"] = (
+                round(float(np.diff(np.r_[angle, angle[0] + 360.0]).max()), 1)
+                if angle.size else 360.0)
+        # Labeled points on the other ring's side of the Bayes rule: their
+        # true labels pull the cut across the gap.
+        lab = known >= 0
+        radii = (1.0, t["outer_radius"])
+        out["labeled_across_bayes"] = int(
+            (rings_bayes_rule(x[lab], t["noise"], radii) != known[lab]).sum())
+        out["acc"] = t["acc"]
+        trials.append(out)
+    widest = [max(t["inner_widest_unlabeled_arc"], t["outer_widest_unlabeled_arc"]) for t in trials]
+    rho = spearmanr(widest, [t["acc"] for t in trials])
+    save_record("arcs", args.tag or "arcs", args, trials,
+                {"records": [os.path.basename(p) for p in args.records],
+                 "spearman_widest_arc_acc": round(float(rho.statistic), 3),
+                 "spearman_p": float(f"{rho.pvalue:.3g}")})
+
+
+def setting_trials(sizes, settings, seeds, fraction):
+    """Like ``labeled_grid_trials``, for data not in a grid record (no ACC)."""
+    for n in sizes:
+        for r2, noise in settings:
+            for seed in seeds:
+                t = {"n": n, "outer_radius": r2, "noise": noise, "fraction": fraction, "seed": seed}
+                yield (t, *rings_and_labels(n, r2, noise, seed, fraction))
+
+
+def cmd_harmonic(args):
+    """The exact semi-supervised reference beside each labeled trial of the
+    grid records given: the harmonic function (``spectral.harmonic_labels``)
+    of the graph SpectralNet's minibatches sample, with the trial's labels.
+    Where it fails too, the graph with these labels does not hold the
+    rings apart, whatever trains on it. Beside it, a classifier of the
+    labeled points alone (``supervised_acc``). Without records, the same on
+    ``--n`` x ``--settings`` x ``--seeds`` (development seeds: nothing is
+    trained, so no SpectralNet ACC)."""
+    if args.records:
+        source = labeled_grid_trials(args.records)
+    elif 0 < args.fraction <= 1:
+        source = setting_trials(args.n, args.settings, args.seeds, args.fraction)
+    else:
+        sys.exit(f"semisup.py harmonic: --fraction must be in (0, 1], got --fraction={args.fraction}.")
+    trials = []
+    for t, x, y, known in source:
+        out = {key: t[key] for key in ("n", "outer_radius", "noise", "fraction", "seed", "acc")
+               if key in t}
+        try:
+            out["harmonic_acc"] = harmonic_acc(x, y, known, t["seed"])
+            out["supervised_acc"] = supervised_acc(x, y, known)
+        except ValueError as err:  # too few labels for a reference
+            sys.exit(f"semisup.py harmonic: n={t['n']}, seed {t['seed']}: {err}")
+        trials.append(out)
+        print(json.dumps(out), flush=True)
+    save_record("harmonic", args.tag or "harmonic", args, trials,
+                {"records": [os.path.basename(p) for p in args.records]})
+
+
+def cmd_mnist(args):
+    """The main job (``run.py --dset mnist``) with each labeled fraction, one
+    run at a time in a subprocess with TensorFlow's default threads; each run
+    keeps its directory (results.json, checkpoints) under ``--runs``, and its
+    trial the commit it started at."""
+    from .records import machine_and_commit
+
+    rate = matmul_rate()
+    trials = []
+    for fraction in args.fractions:
+        out = os.path.join(args.runs, f"mnist-s{args.seed}-labeled{fraction:g}")
+        cmd = [sys.executable, os.path.join(SCRIPTS, "run.py"), "--dset", "mnist", "--seed",
+               str(args.seed), "--quiet", "--no-plots", "--out", out]
+        if fraction > 0:
+            cmd += ["--labeled-fraction", str(fraction)]
+        started = machine_and_commit(now=True)[1]  # the tree this run.py imports
+        code = subprocess.run(cmd).returncode
+        if code:  # its own error is above
+            sys.exit(f"semisup.py mnist: run.py exited with status {code} ({out}).")
+        with open(os.path.join(out, "results.json")) as f:
+            r = json.load(f)
+        trials.append({"fraction": fraction, "commit": started, "labeled": r.get("labeled", 0),
+                       **{k: round(r[k], 4) for k in ("acc", "nmi", "kmeans_acc", "kmeans_nmi")},
+                       "epochs": r["epochs"], "seconds": r["seconds"],
+                       "peak_rss_gib": r["peak_rss_gib"], "run": out})
+        print(json.dumps(trials[-1]), flush=True)
+    save_record("mnist", args.tag or f"mnist-labels-seed{args.seed}", args, trials,
+                {"seed": args.seed, "matmul_gflops": round(rate, 1)})
+
+
+def _groups(trials, keys):
+    groups = {}
+    for t in trials:
+        groups.setdefault(tuple(t[k] for k in keys), []).append(t)
+    return groups
+
+
+def cmd_table(args):
+    with open(args.record) as f:
+        record = json.load(f)
+    print(record_heading(record)
+          + (f", f32 matmul {record['matmul_gflops']} GFLOP/s" if "matmul_gflops" in record else "")
+          + (f", {record['processes']} processes of 1 thread" if record.get("processes", 1) > 1 else "")
+          + ".\n")
+    if record["kind"] == "arcs":
+        print(f"Spearman correlation of the widest unlabeled arc (either ring) with ACC over "
+              f"these {len(record['trials'])} trials: {record['spearman_widest_arc_acc']} "
+              f"(p = {record['spearman_p']:.2g}).\n")
+    if record["kind"] in ("cause", "arcs"):  # one row per trial, every field
+        head = list(record["trials"][0])
+        print("| " + " | ".join(head) + " |\n|" + " --- |" * len(head))
+        for t in record["trials"]:
+            print("| " + " | ".join(str(t[k]) for k in head) + " |")
+        return
+    if record["kind"] == "harmonic":
+        keys = ["n", "outer_radius", "noise", "fraction"]
+        refs = [("acc", "SpectralNet"), ("harmonic_acc", "harmonic"),
+                ("supervised_acc", "labeled-only SVM")]
+        refs = [r for r in refs if all(r[0] in t for t in record["trials"])]  # older: no SVM
+        head = keys + ["seeds"] + [c for _, name in refs for c in (f"{name} ACC per seed", "min")]
+        head.append("seeds ≥ 0.95: " + " / ".join(name for _, name in refs))
+        print("| " + " | ".join(head) + " |\n|" + " --- |" * len(head))
+        for key, group in _groups(record["trials"], keys).items():
+            cells = list(key) + [" ".join(str(t["seed"]) for t in group)]
+            for k, _ in refs:
+                accs = [t[k] for t in group]
+                cells += [" ".join(f"{a:.3f}" for a in accs), f"{min(accs):.4f}"]
+            cells.append(" / ".join(str(sum(t[k] >= 0.95 for t in group)) for k, _ in refs))
+            print("| " + " | ".join(str(c) for c in cells) + " |")
+        return
+    if record["kind"] == "mnist":
+        rate = record["matmul_gflops"]
+        print("| labeled fraction | labeled points | ACC | NMI | k-means ACC (codes) | epochs "
+              "| Siamese s | spectral s | total min | total s × GFLOP/s / 1000 |\n|" + " --- |" * 10)
+        for t in record["trials"]:
+            s = t["seconds"]
+            print(f"| {t['fraction']:g} | {t['labeled']} | {t['acc']:.4f} | {t['nmi']:.4f} "
+                  f"| {t['kmeans_acc']:.4f} | {t['epochs']} | {s.get('siamese', 0):.0f} "
+                  f"| {s['spectral']:.0f} | {s['total'] / 60:.1f} | {s['total'] * rate / 1000:.0f} |")
+        return
+    keys = (["variant"] if record["kind"] == "ablate" else []) + ["n", "outer_radius", "noise", "fraction"]
+    harmonic = any("harmonic_acc" in t for t in record["trials"])  # newer records only
+    head = keys + ["Bayes", "seeds", "ACC per seed", "min ACC", "label spreading ACC"]
+    head += ["harmonic ACC"] * harmonic + ["s per fit (median)", "s per fit × GFLOP/s / 1000"]
+    print("| " + " | ".join(head) + " |\n|" + " --- |" * len(head))
+    bayes = record.get("bayes", {})
+    for key, group in _groups(record["trials"], keys).items():
+        accs = [t["acc"] for t in group]
+        sec = float(np.median([t["seconds"] for t in group]))
+        setting = dict(zip(keys, key))
+        b = bayes.get(f"{setting['outer_radius']}/{setting['noise']}")
+        if b is None:  # records of ablate do not keep it
+            from spectralnet_tf.datasets import rings_bayes_accuracy
+
+            b = rings_bayes_accuracy(setting["noise"], (1.0, setting["outer_radius"]))
+        cells = list(key) + [f"{b:.4f}" if b else "", " ".join(str(t["seed"]) for t in group),
+                             " ".join(f"{a:.3f}" for a in accs), f"{min(accs):.4f}",
+                             " ".join(f"{t['label_spreading_acc']:.3f}" for t in group
+                                      if "label_spreading_acc" in t) or "–"]
+        if harmonic:
+            cells.append(" ".join(f"{t['harmonic_acc']:.3f}" if "harmonic_acc" in t else "–"
+                                  for t in group))
+        cells += [f"{sec:.0f}", f"{sec * record.get('matmul_gflops', np.nan) / 1000:.2f}"]
+        print("| " + " | ".join(str(c) for c in cells) + " |")
+
+
+def cmd_plot(args):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = []
+    for path in args.record:
+        with open(path) as f:
+            records.append(json.load(f))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    colors = {}  # one colour per series in both panels
+    trials = [t for r in records for t in r["trials"]]  # seeds of one setting may span records
+    for ax, r2 in zip(axes, sorted({t["outer_radius"] for t in trials})):
+        for (n, fraction), group in _groups(
+                [t for t in trials if t["outer_radius"] == r2], ["n", "fraction"]).items():
+            by_noise = _groups(group, ["noise"])
+            noise = sorted(k[0] for k in by_noise)
+            accs = [[t["acc"] for t in by_noise[(s,)]] for s in noise]
+            label = f"n={n}, {'%g%% labels' % (100 * fraction) if fraction else 'no labels'}"
+            color = colors.setdefault(label, f"C{len(colors)}")
+            ax.plot(noise, [min(a) for a in accs], "o-", color=color, label=label + " (min of seeds)")
+            ax.plot(noise, [np.median(a) for a in accs], "x:", color=color)
+        ax.axhline(0.95, color="gray", lw=0.8)
+        ax.set_title(f"rings of radius 1 and {r2}")
+        ax.set_xlabel("noise (std per coordinate)")
+    axes[0].set_ylabel("ACC (o: min over seeds, x: median)")
+    handles = {h.get_label(): h for ax in axes for h in ax.get_lines() if not h.get_label().startswith("_")}
+    axes[0].legend(handles.values(), handles.keys(), fontsize=7)
+    fig.tight_layout()
+    fig.savefig(args.out, dpi=100)
+    print(f"wrote {args.out}")
+
+
+def _setting(text):
+    r2, noise = text.split("/")
+    return float(r2), float(noise)
+
+
+def main(argv=None):
+    from .records import note_start
+
+    note_start()  # the tree this run starts from names its records
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    for name in ("grid", "ablate", "cause"):
+        q = sub.add_parser(name)
+        q.add_argument("--seeds", type=int, nargs="+",
+                       default=DEV_SEEDS if name == "ablate" else [0, 1, 2, 3, 4])
+        q.add_argument("--n", type=int, nargs="+", default=SIZES if name == "grid" else [1500])
+        q.add_argument("--fraction", type=float, default=0.02, help="labeled fraction (0: none)")
+        q.add_argument("--params", default="{}", help="JSON of SpectralNet keyword arguments")
+        q.add_argument("--tag", default=None, help="record name (default: the command)")
+        q.add_argument("--results", default=os.path.join(ROOT, "benchmarks", "results"))
+        q.add_argument("--processes", type=int, default=1,
+                       help="trials in parallel, one thread each (default: 1 process)")
+        if name == "ablate":
+            q.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=None)
+        q.add_argument("--settings", type=_setting, nargs="+",
+                       default=SETTINGS if name == "grid" else [(1.5, 0.11)],
+                       help="OUTER_RADIUS/NOISE pairs")
+    for name, about in (("arcs", "labeled points and unlabeled arcs per grid trial"),
+                        ("harmonic", "the exact semi-supervised reference per grid trial")):
+        q = sub.add_parser(name, help=about)
+        q.add_argument("records", nargs="+" if name == "arcs" else "*", help="grid records")
+        q.add_argument("--tag", default=None)
+        q.add_argument("--results", default=os.path.join(ROOT, "benchmarks", "results"))
+        if name == "harmonic":  # without records: data of its own
+            q.add_argument("--n", type=int, nargs="+", default=[3000])
+            q.add_argument("--settings", type=_setting, nargs="+",
+                           default=[(1.5, 0.10), (1.5, 0.11)], help="OUTER_RADIUS/NOISE pairs")
+            q.add_argument("--seeds", type=int, nargs="+", default=DEV_SEEDS)
+            q.add_argument("--fraction", type=float, default=0.02, help="labeled fraction")
+            q.epilog = "--n, --settings, --seeds and --fraction apply without records only."
+    q = sub.add_parser("mnist")
+    q.add_argument("--fractions", type=float, nargs="+", default=[0.0, 0.001, 0.01, 0.02],
+                   help="labeled fractions (0: the unsupervised run)")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--runs", default=os.path.join(ROOT, "runs"), help="where the run directories go")
+    q.add_argument("--tag", default=None, help="record name (default: mnist-labels-seedS)")
+    q.add_argument("--results", default=os.path.join(ROOT, "benchmarks", "results"))
+    q = sub.add_parser("table")
+    q.add_argument("record")
+    q = sub.add_parser("plot")
+    q.add_argument("record", nargs="+")
+    q.add_argument("--out", required=True)
+    args = p.parse_args(argv)
+    {"grid": cmd_grid, "ablate": cmd_ablate, "cause": cmd_cause, "arcs": cmd_arcs,
+     "harmonic": cmd_harmonic, "mnist": cmd_mnist,
+     "table": cmd_table, "plot": cmd_plot}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
