@@ -1,20 +1,46 @@
-"""spectralnet_tf: SpectralNet (Shaham et al., ICLR 2018) in TensorFlow 2 / Keras 3."""
+"""spectralnet_tf: SpectralNet (Shaham et al., ICLR 2018) in TensorFlow 2 / Keras 3.
 
-from .affinity import FullGaussianAffinity, GaussianKNNAffinity
-from .estimator import SpectralNet
-from .metrics import acc, grassmann, nmi
-from .neighbors import AnnoyNeighbors, ExactNeighbors
-from .orthonorm import Orthonorm
+The public names below are imported on first use (PEP 562), so that
+``import spectralnet_tf`` (and the ``spectralnet --help`` command line) does
+not start TensorFlow. ``from spectralnet_tf import SpectralNet`` works as
+usual. Loading ``embedder.keras`` with plain ``keras.models.load_model`` needs
+the ``Orthonorm`` layer registered with Keras: it is once anything of the
+estimator is imported (or ``spectralnet_tf.Orthonorm`` touched), and at once
+here when Keras is already imported.
+"""
 
-__all__ = [
-    "SpectralNet",
-    "Orthonorm",
-    "GaussianKNNAffinity",
-    "FullGaussianAffinity",
-    "ExactNeighbors",
-    "AnnoyNeighbors",
-    "acc",
-    "nmi",
-    "grassmann",
-]
+import importlib
+import sys
+
+#: Public name -> the submodule that defines it. Add new exports here.
+_EXPORTS = {
+    "SpectralNet": "estimator",
+    "Orthonorm": "orthonorm",
+    "GaussianKNNAffinity": "affinity",
+    "FullGaussianAffinity": "affinity",
+    "SiameseEmbedding": "siamese",
+    "ExactNeighbors": "neighbors",
+    "AnnoyNeighbors": "neighbors",
+    "acc": "metrics",
+    "nmi": "metrics",
+    "grassmann": "metrics",
+}
+
+__all__ = list(_EXPORTS)
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+if "keras" in sys.modules:  # Keras (and TensorFlow) already paid for: register the layer now
+    importlib.import_module(".orthonorm", __name__)
