@@ -123,6 +123,19 @@ def save_record(tag, extra, group, folder=None):
     return path
 
 
+def run_param(config, name, part=None):
+    """A run's parameter from its results' "config": SpectralNet's own
+    (``part=None``) or its Siamese net's (``part="siamese"``). Records from
+    before the estimator's parts were objects name the Siamese net's
+    parameters ``siamese_NAME``, later ones ``affinity_embedding__NAME``; a
+    run without a Siamese net has none (None)."""
+    if part is None:
+        return config.get(name)
+    if config.get("affinity_embedding") not in ("siamese", "SiameseEmbedding"):
+        return None
+    return config.get(f"affinity_embedding__{name}", config.get(f"siamese_{name}"))
+
+
 def load_record(path):
     with open(path) as f:
         return json.load(f)

@@ -17,7 +17,7 @@ import re
 import numpy as np
 
 from . import distributed, preset, saddle, selection, semisup, vc
-from .records import RESULTS, ROOT, load_record as _load, record_heading
+from .records import RESULTS, ROOT, load_record as _load, record_heading, run_param
 
 def rows_table(record):
     """Markdown of a "rows" record: its title's table."""
@@ -244,7 +244,7 @@ def settled_epoch(val_loss, within=0.01):
 
 def budget_table(paths):
     """Markdown: for each ``scale`` record that kept its training histories
-    (from commit ee0e16a), how each phase's budget ended: epochs run of the
+    (older records did not), how each phase's budget ended: epochs run of the
     maximum, learning-rate drops (the epoch of the last) and the final rate,
     the best validation loss, the epoch from which it stayed within 1% and
     0.1% of it, and the change of the mean validation loss over the last 10
@@ -254,7 +254,7 @@ def budget_table(paths):
         epoch = settled_epoch(val, within)
         return "not at the end" if epoch is None else epoch
 
-    phases = (("Siamese", "siamese_history", "siamese_"), ("SpectralNet", "history", ""))
+    phases = (("Siamese", "siamese_history", "siamese"), ("SpectralNet", "history", None))
     rows = [r for r in map(_load, paths) if any(r.get(key, {}).get("val_loss")
                                                 for _, key, _ in phases)]
     _table_head(rows, [
@@ -264,7 +264,7 @@ def budget_table(paths):
         "last 10 epochs' mean against the 10 before"])
     for r in sorted(rows, key=_scale_order):
         c = r["config"]
-        for phase, key, prefix in phases:
+        for phase, key, part in phases:
             h = r.get(key, {})
             val, lr = h.get("val_loss"), h.get("lr")
             if not val:
@@ -272,18 +272,21 @@ def budget_table(paths):
             cuts = [i + 2 for i, (a, b) in enumerate(zip(lr, lr[1:])) if b < a] if lr else []
             rates = (f"{len(cuts)}" + (f" ({cuts[-1]})" if cuts else "") + f", {lr[-1]:.0e}"
                      if lr else "—")
-            steps = c.get(prefix + "steps_per_epoch") or "auto"
+            steps = run_param(c, "steps_per_epoch", part) or "auto"
+            most = run_param(c, "max_epochs", part)
+            if most == "auto":  # resolved by the estimator from n
+                most = r["resolved"]["max_epochs"]
             best = int(np.argmin(val))
             trend = (f"{np.mean(val[-10:]) / np.mean(val[-20:-10]) - 1:+.2%}" if len(val) >= 20
                      else "—")
-            print(f"| {scale_label(r)} | {phase} | {len(val)} / {c[prefix + 'max_epochs']} "
+            print(f"| {scale_label(r)} | {phase} | {len(val)} / {most} "
                   f"| {steps} | {rates} | {val[best]:.5f} ({best + 1}) | {val[-1]:.5f} "
                   f"| {settled(val, 0.01)} | {settled(val, 0.001)} | {trend} |")
 
 
 def graph_table(paths):
     """Markdown: for each ``scale`` record with the exact reference's
-    diagnostics (from commit a298b92), how well its graph (the plain kNN graph
+    diagnostics (older records lack them), how well its graph (the plain kNN graph
     in the trained distance) determines a clustering. Without labels: the
     k-th and (k+1)-th smallest Laplacian eigenvalues, their relative gap
     ``1 - lambda_k / lambda_k+1``, and the smallest and largest cluster of

@@ -30,13 +30,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from spectralnet_tf import distribute, rundir  # noqa: E402
+from spectralnet_tf import distribute  # noqa: E402
+from . import rundir  # noqa: E402
 from spectralnet_tf.affinity import AFFINITIES, SCALES  # noqa: E402
+from spectralnet_tf.siamese import SiameseEmbedding  # noqa: E402
 from spectralnet_tf.atomic import atomic_file  # noqa: E402
 from spectralnet_tf.autoencoder import load_encoder  # noqa: E402
 from spectralnet_tf.centroids import kmeans_labels, kmeans_labels_inertia  # noqa: E402
 from spectralnet_tf.datasets import DATA_DIR_ENV, DATASETS, MNIST_N_TRAIN, load_dataset  # noqa: E402
-from spectralnet_tf.estimator import SpectralNet  # noqa: E402
+from spectralnet_tf.estimator import SpectralNet, make_affinity, make_affinity_embedding  # noqa: E402
 from spectralnet_tf.infimnist import N_ORIGINAL, InfiMNIST  # noqa: E402
 from spectralnet_tf.losses import LAPLACIANS  # noqa: E402
 from spectralnet_tf.metrics import acc, grassmann, matched, nmi  # noqa: E402
@@ -44,6 +46,7 @@ from spectralnet_tf.networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS  # noqa: 
 from spectralnet_tf.resources import pretrained_path, sha256  # noqa: E402
 from spectralnet_tf.spectral import DENSE_MAX_N, EigensolverTimeout, edge_purity, spectrum  # noqa: E402
 from spectralnet_tf.streaming import Rows, is_lazy, map_batches  # noqa: E402
+from spectralnet_tf.cli import layer_widths  # noqa: E402
 from spectralnet_tf.train import GRADIENTS, INITS  # noqa: E402
 
 from .configs import config_for  # noqa: E402
@@ -102,17 +105,6 @@ def _number(kind, low, strict, below=None):
     return parse
 
 
-def _units(text):
-    try:
-        units = tuple(int(u) for u in text.split(","))
-    except ValueError:
-        units = ()
-    if not units or min(units) < 1:
-        raise argparse.ArgumentTypeError(
-            f"must be comma-separated positive integers such as 1024,1024,512, got {text!r}")
-    return units
-
-
 POSITIVE_INT, NONNEGATIVE_INT = _number(int, 1, False), _number(int, 0, False)
 POSITIVE_FLOAT, FRACTION = _number(float, 0.0, True), _number(float, 0, False, below=1)
 NONNEGATIVE_FLOAT = _number(float, 0.0, False)
@@ -134,7 +126,7 @@ def build_parser():
                         "instead of this package's config for the data set")
     hp = p.add_argument_group("hyper-parameters (default: the data set's config, "
                               "else the SpectralNet default)")
-    hp.add_argument("--hidden", type=_units, help="hidden ReLU layer sizes, e.g. 1024,1024,512")
+    hp.add_argument("--hidden", type=layer_widths, help="hidden ReLU layer sizes, e.g. 1024,1024,512")
     hp.add_argument("--kernel", choices=sorted(AFFINITIES), dest="affinity",
                     help="Gaussian affinity on the kNN graph or between all pairs")
     hp.add_argument("--n-nbrs", type=POSITIVE_INT, help="neighbours per point in the kNN affinity")
@@ -233,24 +225,48 @@ def parse_args(argv=None):
     return build_parser().parse_args(argv)
 
 
+#: Flags that set a parameter of the affinity object, and of the Siamese embedding.
+AFFINITY_FLAGS = ("n_nbrs", "scale_nbr", "scale")
+SIAMESE_FLAGS = {"siamese_max_epochs": "max_epochs", "siamese_steps_per_epoch": "steps_per_epoch",
+                 "siamese_n_nbrs": "n_nbrs", "siamese_dtype_policy": "dtype_policy",
+                 "patience": "patience"}
+
+
 def build_config(args):
-    """SpectralNet keyword arguments: the data set's config, then the flags."""
+    """SpectralNet keyword arguments: the data set's config, then the flags.
+    The affinity is always an object (``--kernel`` picks its class,
+    ``--n-nbrs``, ``--scale-nbr`` and ``--scale`` its parameters), so that the
+    record names every setting; the ``--siamese-*`` flags and ``--patience``
+    (shared by both trainings) set the ``SiameseEmbedding``'s."""
     try:
         config = config_for(args.dset, args.preset)
     except ValueError as err:
         raise UsageError(f"--preset {args.preset}: {err}") from None
     if args.hidden:
         config["hidden_units"] = tuple(args.hidden)
-    for key in ("affinity", "n_nbrs", "scale_nbr", "scale", "laplacian", "batch_size",
-                "ortho_batch_size", "learning_rate", "patience", "max_epochs",
-                "steps_per_epoch", "gradient", "init", "output_activation", "siamese_max_epochs",
-                "siamese_steps_per_epoch", "siamese_n_nbrs", "label_weight", "labeled_share",
-                "dtype_policy", "siamese_dtype_policy"):
+    for key in ("laplacian", "batch_size", "ortho_batch_size", "learning_rate", "patience",
+                "max_epochs", "steps_per_epoch", "gradient", "init", "output_activation",
+                "label_weight", "labeled_share", "dtype_policy"):
         value = getattr(args, key)
         if value is not None:
             config[key] = value
+    affinity = config.get("affinity", "knn")
+    if args.affinity is not None and args.affinity != affinity:  # --kernel: another class
+        kept = {} if isinstance(affinity, str) else affinity.get_params(deep=False)
+        affinity = AFFINITIES[args.affinity](**{key: value for key, value in kept.items()
+                                                if key in ("scale_nbr", "scale")})
+    affinity = make_affinity(affinity)  # a copy: the config's object stays as it is
+    flags = {key: getattr(args, key) for key in AFFINITY_FLAGS if getattr(args, key) is not None}
+    if "n_nbrs" in flags and "n_nbrs" not in affinity.get_params():
+        flags.pop("n_nbrs")  # the full affinity has no neighbour count (as before)
+    config["affinity"] = affinity.set_params(**flags)
     if args.distance is not None:
         config["affinity_embedding"] = "siamese" if args.distance == "siamese" else None
+    embedding = make_affinity_embedding(config.get("affinity_embedding"))
+    if isinstance(embedding, SiameseEmbedding):
+        embedding.set_params(**{name: getattr(args, flag) for flag, name in SIAMESE_FLAGS.items()
+                                if getattr(args, flag) is not None})
+    config["affinity_embedding"] = embedding
     return config
 
 
@@ -320,12 +336,14 @@ class Job:
         self.net = SpectralNet(self.k, random_state=args.seed, verbose=0 if args.quiet else 1,
                                distribute=strategy, **config)
         try:  # the estimator's own checks of its parameters against n, before any work
-            _, self.batch_size, _, _ = self.net._resolve_params(len(self.x))
+            self.plan = self.net.plan(len(self.x), self.x.shape[1])
         except ValueError as err:
             raise UsageError(str(err)) from None
+        self.batch_size = self.plan.batch_size
         self.check_reference_size()
         if args.deformation_pairs:
-            distance = "siamese" if self.net.affinity_embedding == "siamese" else "euclidean"
+            distance = "siamese" if isinstance(self.plan.affinity_embedding,
+                                               SiameseEmbedding) else "euclidean"
             if args.dset != "infimnist" or distance != "siamese":
                 raise UsageError(f"--deformation-pairs needs --dset infimnist with the Siamese "
                                  f"affinity, got --dset {args.dset} --affinity {distance}.")
@@ -341,9 +359,10 @@ class Job:
         net = self.net
         code_dim = (int(net.encoder.output_shape[-1]) if net.encoder is not None
                     else int(self.x.shape[1]))
-        spectral = _dense_params([code_dim, *net.hidden_units, self.k]) + self.k ** 2
-        siamese = (_dense_params([code_dim, *net.siamese_hidden_units])
-                   if net.affinity_embedding == "siamese" else 0)
+        spectral = _dense_params([code_dim, *self.plan.hidden_units, self.k]) + self.k ** 2
+        embedding = self.plan.affinity_embedding
+        siamese = (_dense_params([code_dim, *embedding.hidden_units])
+                   if isinstance(embedding, SiameseEmbedding) else 0)
         needs = {out: 8 * (spectral + siamese) + 8 * max(spectral, siamese) + DISK_MARGIN}
         if self.args.export:
             encoder = net.encoder.count_params() if net.encoder is not None else 0
@@ -371,7 +390,7 @@ class Job:
         n = len(self.x)
         if not (self.args.grassmann or (not self.args.no_exact and n <= DENSE_MAX_N)):
             return
-        per_point = max(self.net._make_affinity().full_data_ranks(n, self.batch_size).values())
+        per_point = max(self.plan.affinity.full_data_ranks(n, self.batch_size).values())
         if n * per_point > MAX_REFERENCE_EDGES:
             raise UsageError(
                 f"the exact reference graph would have {n * per_point:,} edges "
@@ -386,7 +405,7 @@ def _dense_params(sizes):
 
 
 def main(argv=None):
-    """The ``spectralnet`` entry point: ``run_command``, exit status 0."""
+    """``python scripts/run.py``: ``run_command``, exit status 0."""
     run_command(argv)
     return 0
 
@@ -484,7 +503,7 @@ def exact_reference(net, affinity, z, y, seed, batch_size, neighbors="exact", ti
         return float(np.nanmean(values)) if np.isfinite(values).any() else None
 
     figures = {
-        "exact_acc": acc(y, labels), "exact_nmi": nmi(y, labels), "exact_graph": full._ranks(),
+        "exact_acc": acc(y, labels), "exact_nmi": nmi(y, labels), "exact_graph": full.ranks(),
         "exact_eigenvalues": [float(v) for v in vals],
         "exact_cluster_sizes": sorted(np.bincount(labels, minlength=k).tolist(), reverse=True),
         "exact_edge_purity": {name: mean(purity[r])
@@ -507,6 +526,15 @@ def seconds_without_references(seconds):
     return seconds["total"] - sum(seconds.get(key, 0.0) for key in REFERENCE_PHASES)
 
 
+def record_params(net):
+    """``net.get_params()`` for results.json: each part object (the affinity,
+    the Siamese embedding) as its class name, beside its own parameters under
+    nested keys (``affinity__n_nbrs``); tuples as lists."""
+    return {key: type(value).__name__ if hasattr(value, "get_params")
+            else list(value) if isinstance(value, tuple) else value
+            for key, value in net.get_params(deep=True).items()}
+
+
 def _without_seconds(history):
     return {key: v for key, v in history.items() if key != "seconds"}
 
@@ -526,8 +554,9 @@ def run(job, out, resume=False, write=True):
 
     print(f"[data] {job.data_seconds:.1f}s", flush=True)
     net = job.net.set_params(checkpoint_dir=os.path.join(out, "checkpoints"))
+    siamese = isinstance(job.plan.affinity_embedding, SiameseEmbedding)
     results = {"dataset": args.dset, "n": int(len(x)), "n_clusters": k, "space": job.space,
-               "affinity": "siamese" if net.affinity_embedding == "siamese" else "euclidean"}
+               "affinity": "siamese" if siamese else "euclidean"}
     if job.encoder_file:  # which autoencoder made the code space
         results["autoencoder"] = {"file": os.path.basename(job.encoder_file),
                                   "sha256": sha256(job.encoder_file)}
@@ -538,7 +567,7 @@ def run(job, out, resume=False, write=True):
         # Before training, so the history tracks the Grassmann distance; in
         # code space the exact reference's own (small) encoding pass.
         z_small = x if net.encoder is None else map_batches(net.encoder, x)
-        exact_labels, eigvecs, figures = exact_reference(net, net._make_affinity(), z_small, y,
+        exact_labels, eigvecs, figures = exact_reference(net, net.make_affinity(), z_small, y,
                                                          args.seed, job.batch_size)
         results.update(figures)
         phase("exact", t)
@@ -594,10 +623,11 @@ def run(job, out, resume=False, write=True):
         phase("grassmann_plain", t)
     elif args.exact_knn:
         t = time.perf_counter()
+        neighbors = getattr(job.plan.affinity_embedding, "neighbors", "auto")
         # The same graph at any n, from the run's (approximate) neighbours.
         try:
             plain_labels, _, figures = exact_reference(net, net.affinity_, z, y, args.seed,
-                                                       len(z), neighbors=net.neighbors,
+                                                       len(z), neighbors=neighbors,
                                                        time_limit=args.exact_time_limit,
                                                        parts=parts,
                                                        kmeans_runs=EXACT_KMEANS_RUNS)
@@ -620,16 +650,25 @@ def run(job, out, resume=False, write=True):
     if write and not args.no_plots:
         t = time.perf_counter()
         from spectralnet_tf import plots
+        from spectralnet_tf.datasets import MNIST_IMAGE_SHAPE
 
-        panels = {"SpectralNet": net.labels_}
-        if exact_labels is not None:
-            panels["spectral clustering"] = exact_labels
-        panels["k-means"] = km_labels
-        x_plot = z if is_lazy(x) else x
-        if len(x) > 10000:  # a readable scatter of MNIST-sized data
-            keep = np.random.default_rng(0).choice(len(x), 10000, replace=False)
-            x_plot, panels = x_plot[keep], {key: v[keep] for key, v in panels.items()}
-        plots.plot_clusters(os.path.join(out, "clusters.png"), x_plot, panels)
+        image_shape = MNIST_IMAGE_SHAPE if args.dset in ("mnist", "infimnist") else None
+        if image_shape is not None:  # a scatter of 784-d images shows nothing; the digits do
+            plots.plot_cluster_images(os.path.join(out, "clusters.png"), x, net.labels_,
+                                      image_shape)
+            plots.plot_confusion(os.path.join(out, "confusion.png"), y, net.labels_)
+        else:
+            panels = {"SpectralNet": net.labels_}
+            if exact_labels is not None:
+                panels["spectral clustering"] = exact_labels
+            panels["k-means"] = km_labels
+            x_plot = z if is_lazy(x) else x
+            if len(x) > plots.MAX_SCATTER_POINTS:  # a readable scatter of MNIST-sized data
+                keep = np.random.default_rng(0).choice(len(x), plots.MAX_SCATTER_POINTS,
+                                                       replace=False)
+                x_plot, panels = x_plot[keep], {key: v[keep] for key, v in panels.items()}
+            plots.plot_clusters(os.path.join(out, "clusters.png"), x_plot, panels)
+        plots.plot_embedding(os.path.join(out, "embedding.png"), net.embedding_, net.labels_)
         if eigvecs is not None:
             plots.plot_eigenvectors(os.path.join(out, "eigenvectors.png"), net.embedding_, eigvecs)
         plots.plot_training(os.path.join(out, "training.png"), net.history_)
@@ -646,10 +685,15 @@ def run(job, out, resume=False, write=True):
     results["peak_rss_gib_after"] = rss
     results["epochs"] = len(net.history_["loss"])
     results["iterations"] = net.history_["iteration"][-1]
-    params = {key: list(v) if isinstance(v, tuple) else v for key, v in net.get_params().items()}
+    params = record_params(net)
     params["encoder"] = job.encoder_file
     params["distribute"] = distribute.describe(net.distribute)
     results["config"] = {**params, "seed": args.seed, "scale_": net.affinity_.scale_}
+    plan = job.plan  # what "auto" and None resolved to
+    results["resolved"] = {"hidden_units": list(plan.hidden_units), "max_epochs": plan.max_epochs,
+                           "steps_per_epoch": plan.steps_per_epoch,
+                           "batch_size": plan.batch_size,
+                           "ortho_batch_size": plan.ortho_batch_size}
     results["history"] = _without_seconds(net.history_)
     if hasattr(net, "siamese_history_"):  # label-free evidence for the Siamese budget
         results["siamese_history"] = _without_seconds(net.siamese_history_)

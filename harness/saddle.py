@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Where Algorithm 1 stops on a saddle, and the warm start (issue 12): benchmarks, not tests.
+"""Where Algorithm 1 stops on a saddle, and the warm start: benchmarks, not tests.
 
     python scripts/saddle.py retrain RUN_DIR --init spectral   # the spectral phase again
     python scripts/saddle.py retrain RUN_DIR --init random
@@ -32,7 +32,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from .records import ROOT  # noqa: E402
+from .records import ROOT, run_param  # noqa: E402
 
 #: Minibatches over which the expected minibatch loss is averaged.
 LOSS_BATCHES = 100
@@ -79,7 +79,6 @@ def minibatch_losses(affinity, z, embeddings, batch_size, laplacian, seed=0):
 
 
 def cmd_retrain(args):
-    import numpy as np
     from sklearn.metrics import confusion_matrix
 
     from .records import matmul_rate
@@ -151,9 +150,9 @@ def record_variant(record):
     extra = []
     if config.get("dtype_policy", "float32") != "float32":
         extra.append(f"SpectralNet {config['dtype_policy']}")
-    if (config.get("affinity_embedding") == "siamese"
-            and config.get("siamese_dtype_policy", "float32") != "float32"):
-        extra.append(f"Siamese {config['siamese_dtype_policy']}")
+    siamese_policy = run_param(config, "dtype_policy", "siamese") or "float32"
+    if siamese_policy != "float32":
+        extra.append(f"Siamese {siamese_policy}")
     return ", ".join([variant_name(_numerics(record)), *extra])
 
 
@@ -211,7 +210,7 @@ def cmd_table(args):
     for path in args.records:
         with open(path) as f:
             r = json.load(f)
-        r.setdefault("kind", "mnist")  # issue 12's first records (run.py results) had none
+        r.setdefault("kind", "mnist")  # the first saddle records (run.py results) had none
         if r["kind"] != "mnist":
             print(record_heading(r) + "\n")
         if r["kind"] == "mnist":

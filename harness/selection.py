@@ -40,7 +40,7 @@ GRIDS = {
     "net": {"hidden_units": [(256, 128), (512, 512, 256), (1024, 1024, 512)],
             "output_activation": ["tanh", "linear"],
             "learning_rate": [1e-4, 1e-3]},
-    "affinity": {"n_nbrs": [5, 10, 30], "scale": ["global", "local"]},
+    "affinity": {"affinity__n_nbrs": [5, 10, 30], "affinity__scale": ["global", "local"]},
 }
 CRITERION = {"net": "val_loss", "affinity": "eigengap"}
 
@@ -50,24 +50,20 @@ def mnist_setup(n, seed, grid):
     trained once on all n codes (fixed for every trial), and the labels."""
     import numpy as np
 
-    from spectralnet_tf import SpectralNet
     from spectralnet_tf.autoencoder import load_encoder
     from .configs import config_for
     from spectralnet_tf.datasets import mnist
     from spectralnet_tf.distribute import map_rows
     from spectralnet_tf.resources import pretrained_path
-    from spectralnet_tf.siamese import fit_siamese, siamese_kwargs
 
     x, y = mnist()
     rows = np.sort(np.random.default_rng(seed).choice(len(y), n, replace=False))
     codes = map_rows(load_encoder(pretrained_path("ae_mnist_weights.h5")), x[rows])
-    config = config_for("mnist")
-    every = SpectralNet(**config).get_params(deep=False)  # the defaults for what config omits
-    siamese, _ = fit_siamese(codes, **siamese_kwargs(every), seed=seed)
-    params = {k: v for k, v in config.items() if not k.startswith("siamese_")}
+    params = config_for("mnist")
+    siamese = params["affinity_embedding"].fit(codes, seed=seed).model_
     params["affinity_embedding"] = siamese
     grid = dict(GRIDS[grid])
-    if "n_nbrs" in grid:  # does the Siamese distance itself help? (None: Euclidean on codes)
+    if "affinity__n_nbrs" in grid:  # does the Siamese distance itself help? (None: Euclidean on codes)
         grid["affinity_embedding"] = [None, siamese]
     return codes, y[rows], params, grid
 

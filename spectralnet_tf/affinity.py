@@ -1,6 +1,8 @@
 """Gaussian affinities (paper Eq. 4), per minibatch and for the whole data set.
 
-Each affinity is a small class with one interface:
+Each affinity is a scikit-learn estimator in the ``get_params`` sense
+(``__init__`` only stores its parameters; ``clone`` and ``set_params`` work,
+also nested in ``SpectralNet(affinity=...)``), with one interface:
 
 - ``fit(x, batch_size, seed)`` sets the global scale ``scale_`` (if any);
 - ``affinity(x_batch)`` returns the dense (m, m) matrix W of a minibatch, as a
@@ -25,9 +27,12 @@ of the other rows, which the symmetrization needs, are all-gathered (O(m)
 numbers).
 """
 
+import numbers
+
 import numpy as np
 import scipy.sparse as sp
 import tensorflow as tf
+from sklearn.base import BaseEstimator
 
 from . import distribute
 from .neighbors import make_neighbors
@@ -59,7 +64,12 @@ def gaussian_kernel(d2, s_row, s_col):
     return tf.exp(-d2 / (2.0 * s_row * s_col))
 
 
-class GaussianAffinity:
+def _check_int(name, value, low):
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {name}={value!r}.")
+
+
+class GaussianAffinity(BaseEstimator):
     """Shared part of the Gaussian affinities: embedding, scale, kernel.
 
     Parameters
@@ -67,10 +77,19 @@ class GaussianAffinity:
     scale_nbr : int, default=3
         The scale is the distance to this neighbour (median, or per point).
     scale : {"global", "local"}, default="global"
-    embedding : callable or None
+        "global": one scale, the median over the data of that distance;
+        "local": each point's own distance (self-tuning).
+    embedding : callable or None, default=None
         Distances are taken between ``embedding(x)`` (e.g. a Siamese net).
+        Inside ``SpectralNet`` leave it None: the estimator's
+        ``affinity_embedding`` sets it on the fitted copy ``affinity_``.
     n_scale_batches : int, default=10
         Random batches over which the global median is taken.
+
+    Attributes
+    ----------
+    scale_ : float or None
+        The fitted global scale (None with ``scale="local"``).
     """
 
     def __init__(self, scale_nbr=3, scale="global", embedding=None, n_scale_batches=10):
@@ -84,14 +103,17 @@ class GaussianAffinity:
         """How many neighbours (besides self) a batch must sort."""
         return self.scale_nbr
 
-    def _check_params(self, batch_size):
-        if self.scale not in SCALES:
+    def check_params(self, batch_size=None):
+        """Raise a ValueError naming the first bad parameter (and, given a
+        ``batch_size``, refuse one too small for the neighbours needed)."""
+        if not (isinstance(self.scale, str) and self.scale in SCALES):
             raise ValueError(f"scale must be one of {SCALES}, got scale={self.scale!r}.")
-        if not (isinstance(self.scale_nbr, (int, np.integer)) and self.scale_nbr >= 1):
-            raise ValueError(
-                f"scale_nbr must be an integer >= 1, got scale_nbr={self.scale_nbr!r}."
-            )
-        if self.n_neighbors_needed() >= batch_size:
+        _check_int("scale_nbr", self.scale_nbr, 1)
+        _check_int("n_scale_batches", self.n_scale_batches, 1)
+        if not (self.embedding is None or callable(self.embedding)):
+            raise ValueError(f"embedding must be None or a callable, got "
+                             f"embedding={self.embedding!r}.")
+        if batch_size is not None and self.n_neighbors_needed() >= batch_size:
             raise ValueError(
                 f"The affinity needs {self.n_neighbors_needed()} neighbours per point but a "
                 f"minibatch has only {batch_size} points (batch_size={batch_size})."
@@ -103,7 +125,7 @@ class GaussianAffinity:
 
     def fit(self, x, batch_size, seed=0):
         """Set ``scale_`` from random samples of ``batch_size`` points of x."""
-        self._check_params(batch_size)
+        self.check_params(batch_size)
         if self.scale == "local":
             self.scale_ = None
             return self
@@ -129,8 +151,10 @@ class GaussianAffinity:
             return tf.constant(self.scale_, tf.float32)
         return tf.sqrt(tf.maximum(nbr_sq_dists[:, self.scale_nbr], 1e-12))[:, None]
 
-    def _ranks(self):
-        """The neighbour-rank parameters, which depend on the sample density."""
+    def ranks(self):
+        """The neighbour-rank parameters (name -> rank), the ones that depend
+        on the sample density: ``for_full_data`` scales them, and a run's
+        record names the exact reference's graph by them."""
         return {"scale_nbr": self.scale_nbr}
 
     def full_data_ranks(self, n_samples, batch_size):
@@ -141,7 +165,7 @@ class GaussianAffinity:
                 f"batch_size must be in [1, n_samples={n_samples}], got batch_size={batch_size}."
             )
         return {key: min(int(round(value * n_samples / batch_size)), n_samples - 1)
-                for key, value in self._ranks().items()}
+                for key, value in self.ranks().items()}
 
     def for_full_data(self, n_samples, batch_size):
         """The affinity on all ``n_samples`` points that minibatches sample.
@@ -274,13 +298,12 @@ class GaussianKNNAffinity(GaussianAffinity):
     def n_neighbors_needed(self):
         return max(self.n_nbrs, self.scale_nbr)
 
-    def _ranks(self):
+    def ranks(self):
         return {"n_nbrs": self.n_nbrs, "scale_nbr": self.scale_nbr}
 
-    def _check_params(self, batch_size):
-        if not (isinstance(self.n_nbrs, (int, np.integer)) and self.n_nbrs >= 1):
-            raise ValueError(f"n_nbrs must be an integer >= 1, got n_nbrs={self.n_nbrs!r}.")
-        super()._check_params(batch_size)
+    def check_params(self, batch_size=None):
+        _check_int("n_nbrs", self.n_nbrs, 1)
+        super().check_params(batch_size)
 
     def _threshold(self, nbr_d2):
         # j is a neighbour of i if no farther than i's n_nbrs-th neighbour.

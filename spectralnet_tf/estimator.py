@@ -3,6 +3,7 @@
 import numbers
 import os
 import time
+from typing import NamedTuple
 
 import numpy as np
 import tensorflow as tf
@@ -13,13 +14,13 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
 from . import distribute as dist
-from .affinity import AFFINITIES, SCALES, check_labels
+from .affinity import AFFINITIES, GaussianAffinity, check_labels
 from .checkpoint import Checkpointer
 from .centroids import assign, fit_centroids
 from .export import export_saved_model, load_estimator, save_estimator
 from .losses import LAPLACIANS
 from .networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
-from .siamese import SIAMESE_OUTPUT_ACTIVATIONS, check_groups, fit_siamese, siamese_kwargs
+from .siamese import SiameseEmbedding, check_groups
 from .streaming import is_lazy, map_batches
 from .train import GRADIENTS, INITS, train_spectralnet
 
@@ -27,6 +28,11 @@ from .train import GRADIENTS, INITS, train_spectralnet
 DEFAULT_BATCH_SIZE = 1024
 #: Fewest iterations per epoch when steps_per_epoch is None.
 MIN_STEPS_PER_EPOCH = 50
+#: max_epochs="auto": epochs for this many iterations, within these bounds.
+AUTO_ITERATIONS = 2500
+MIN_AUTO_EPOCHS, MAX_AUTO_EPOCHS = 20, 100
+#: hidden_units="auto": the widest first layer (the paper's net) and the narrowest.
+MAX_AUTO_WIDTH, MIN_AUTO_WIDTH = 1024, 32
 
 
 def check_array(X, name="X"):
@@ -80,10 +86,15 @@ def _check_positive(name, value):
     _check_real(name, value, lambda v: v > 0, "a number > 0")
 
 
+def _is_auto(value):
+    return isinstance(value, str) and value == "auto"
+
+
 def _check_units(name, value):
     if not (isinstance(value, (tuple, list)) and len(value) > 0
             and all(isinstance(u, numbers.Integral) and u >= 1 for u in value)):
-        raise ValueError(f"{name} must be a non-empty tuple of positive integers, got {name}={value!r}.")
+        raise ValueError(f"{name} must be 'auto' or a non-empty tuple of positive integers, "
+                         f"got {name}={value!r}.")
 
 
 def _check_choice(name, value, choices):
@@ -109,6 +120,87 @@ def _seed(random_state):
         ) from None
 
 
+class Plan(NamedTuple):
+    """What ``SpectralNet.fit`` would train with on n points (``SpectralNet.plan``):
+    every "auto" or None parameter resolved, the parts as unfitted objects."""
+
+    n_val: int
+    n_train: int
+    batch_size: int
+    ortho_batch_size: int
+    steps_per_epoch: int
+    max_epochs: int
+    hidden_units: tuple
+    affinity: GaussianAffinity
+    affinity_embedding: object
+
+
+def auto_hidden_units(n_samples, n_features):
+    """``hidden_units="auto"``: ``(w, w, w // 2)``. w follows the input width
+    d (the encoder's output width, with an encoder): 256 up to 32 features,
+    512 up to 256, 1024 above (the paper's net, and the cap). It is then
+    lowered to the power of two at or above n/4 (at least 32), so that a
+    few hundred points do not get a net of a million weights."""
+    width = 256 if n_features <= 32 else 512 if n_features <= 256 else MAX_AUTO_WIDTH
+    width = min(width, max(MIN_AUTO_WIDTH, 1 << max(0, int(np.ceil(np.log2(n_samples / 4))))))
+    return (width, width, width // 2)
+
+
+def auto_max_epochs(steps_per_epoch):
+    """``max_epochs="auto"``: the epochs that give ``AUTO_ITERATIONS``
+    iterations at ``steps_per_epoch``, within [``MIN_AUTO_EPOCHS``, 100]."""
+    return int(np.clip(-(-AUTO_ITERATIONS // steps_per_epoch), MIN_AUTO_EPOCHS, MAX_AUTO_EPOCHS))
+
+
+def make_affinity(affinity, embedding=None):
+    """An unfitted affinity object from ``SpectralNet``'s ``affinity``: a name
+    ("knn", "full": the class with its defaults) or a copy of an affinity
+    object, with ``embedding`` set when one is given. ValueError otherwise."""
+    if isinstance(affinity, str):
+        if affinity not in AFFINITIES:
+            raise ValueError(f"affinity must be one of {tuple(AFFINITIES)} or an affinity object "
+                             f"such as GaussianKNNAffinity(), got affinity={affinity!r}.")
+        part = AFFINITIES[affinity]()
+    elif isinstance(affinity, GaussianAffinity):
+        part = _unfitted_copy(affinity)
+    else:
+        raise ValueError(
+            f"affinity must be one of {tuple(AFFINITIES)} or an affinity object (e.g. "
+            f"GaussianKNNAffinity(n_nbrs=10)), got affinity={affinity!r}.")
+    if embedding is not None:
+        part.set_params(embedding=embedding)
+    return part
+
+
+def make_affinity_embedding(embedding):
+    """``SpectralNet``'s ``affinity_embedding`` as used by ``fit``: None, an
+    unfitted ``SiameseEmbedding`` ("siamese": the defaults; an object: a
+    copy), or the callable itself. ValueError otherwise."""
+    if embedding is None:
+        return None
+    if isinstance(embedding, str):
+        if embedding != "siamese":
+            raise ValueError("affinity_embedding must be None, 'siamese', a SiameseEmbedding or a "
+                             f"callable, got affinity_embedding={embedding!r}.")
+        return SiameseEmbedding()
+    if isinstance(embedding, SiameseEmbedding):
+        return _unfitted_copy(embedding)
+    if callable(embedding):
+        return embedding
+    raise ValueError("affinity_embedding must be None, 'siamese', a SiameseEmbedding or a "
+                     f"callable, got affinity_embedding={embedding!r}.")
+
+
+def _unfitted_copy(part):
+    """A new object with ``part``'s parameters (shared, not copied: an
+    embedding stays the same net), without its fitted state."""
+    return type(part)(**part.get_params(deep=False))
+
+
+#: Parameters that hold an object with parameters of its own (nested keys).
+PARTS = {"affinity": make_affinity, "affinity_embedding": make_affinity_embedding}
+
+
 class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
                   BaseEstimator):
     """Spectral clustering with a deep network (Shaham et al., ICLR 2018).
@@ -120,28 +212,38 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     points are assigned to the nearest k-means centroid (out-of-sample
     extension).
 
+    The affinity and the learned distance it may use are objects with
+    parameters of their own (``GaussianKNNAffinity``, ``SiameseEmbedding``).
+    Their parameters are reached with nested keys, as in scikit-learn
+    pipelines: ``set_params(affinity__n_nbrs=5)``, a ``GridSearchCV`` or
+    ``ParameterGrid`` over ``{"affinity__n_nbrs": [5, 10]}``. Such a key
+    never changes the object that was passed in: the part is replaced by a
+    copy with the new value, and a name ("knn", "siamese") is first replaced
+    by the object it names, with its defaults.
+
     Parameters
     ----------
     n_clusters : int, default=2
         Number of clusters k (>= 1), also the embedding dimension.
-    hidden_units : tuple of int, default=(1024, 1024, 512)
+    hidden_units : tuple of int or "auto", default="auto"
         ReLU layers of F_theta; a layer of size k and Orthonorm follow.
+        "auto": ``(w, w, w/2)`` with w from the input width d and n
+        (``auto_hidden_units``): 256 up to 32 features, 512 up to 256, 1024
+        (the paper's net) above; no wider than the power of two at or above
+        n/4, for small data.
     output_activation : {"tanh", "linear"}, default="tanh"
-        Activation of that size-k layer. "tanh" is the paper's (Table 3). On
-        MNIST (all 70k, code space) tanh gave ACC 0.82 and "linear" 0.97
-        (README, MNIST).
-    affinity : {"knn", "full"}, default="knn"
-        Gaussian affinity on the kNN graph of a minibatch (paper Eq. 4), or
-        between all its pairs. The kNN graph keeps outliers connected; the
-        full affinity on scikit-learn's digits left exact spectral clustering
-        itself at ACC 0.11 (run.py --dset digits --kernel full).
-    n_nbrs : int, default=10
-        Neighbours per point in the kNN affinity (within a minibatch).
-    scale_nbr : int, default=3
-        The Gaussian scale is the distance to this neighbour.
-    scale : {"global", "local"}, default="global"
-        "global": the median over the data of that distance; "local": each
-        point's own distance (self-tuning).
+        Activation of that size-k layer. "tanh" is the paper's (Table 3);
+        "linear" leaves the outputs unbounded. The MNIST configuration uses
+        "linear": on MNIST's codes it clustered far more accurately.
+    affinity : {"knn", "full"} or affinity object, default="knn"
+        How a minibatch's affinity matrix W is built. "knn":
+        ``GaussianKNNAffinity()``, the Gaussian kernel on the kNN graph of a
+        minibatch (paper Eq. 4; 10 neighbours, scale: the median distance to
+        the 3rd neighbour); "full": ``FullGaussianAffinity()``, between all
+        pairs. An object sets its parameters, e.g.
+        ``GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local")``; it is
+        copied, never fitted itself (the fitted copy is ``affinity_``). Its
+        ``embedding`` must be None when ``affinity_embedding`` is set.
     laplacian : {"unnormalized", "normalized"}, default="unnormalized"
         ``D - W`` (paper Eq. 3), or ``I - D^-1/2 W D^-1/2`` (paper Eq. 5).
     batch_size : int or None, default=None
@@ -155,34 +257,39 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     patience : int, default=10
         Epochs without validation improvement before the rate is divided by 10.
     min_lr : float, default=1e-8
-        Training stops when the rate reaches it.
-    max_epochs : int, default=100
-        Upper bound on the number of epochs.
+        Training stops when the rate reaches it: the validation loss has
+        stopped improving through that many divisions.
+    max_epochs : int or "auto", default="auto"
+        Upper bound on the number of epochs. "auto": as many as give 2,500
+        iterations (``AUTO_ITERATIONS``) at the resolved ``steps_per_epoch``,
+        at least 20 and at most 100 (``auto_max_epochs``): small data sets,
+        whose epochs are the 50-step floor, get 50 epochs; large ones, whose
+        epochs are passes over the data, 20 passes or more.
     steps_per_epoch : int or None, default=None
         Iterations (ortho + gradient step) per epoch. None:
-        max(n_train // batch_size, 50), so that on small data sets ``patience``
-        spans 500 iterations: on concentric circles, 20-step epochs let the
-        schedule stop training while the net was still on a saddle.
+        max(n_train // batch_size, 50): a pass over the data, and on small
+        data sets enough steps that ``patience`` spans hundreds of
+        iterations, so that the schedule does not stop a net that is still
+        leaving a saddle.
     gradient : {"projected", "plain"}, default="projected"
         How gradient steps treat the orthonormality constraint. Both hold the
         Orthonorm weight constant (no gradient through the Cholesky).
         "projected" projects the gradient onto the constraint's tangent space;
-        "plain" is Algorithm 1 as printed, whose outputs collapse (README).
+        "plain" is Algorithm 1 as printed, whose outputs shrink towards 0.
     init : {"random", "spectral"}, default="random"
         How F_theta starts. "random": Glorot weights, as in the paper.
         "spectral": then fitted by least squares to the exact eigenvectors of
         the graph on a random subsample of 4,096 training points (at least
-        one minibatch; all of them if there are fewer), so that Algorithm 1 starts near the minimum of its loss
-        rather than where it can stop on a saddle (``train.spectral_warm_start``;
-        README, issue 12). ``history_`` then holds "init_grassmann" and
-        "init_seconds".
+        one minibatch; all of them if there are fewer), so that Algorithm 1
+        starts near the minimum of its loss rather than where it can stop on
+        a saddle (``train.spectral_warm_start``). ``history_`` then holds
+        "init_grassmann" and "init_seconds".
     dtype_policy : {"float32", "mixed_bfloat16"}, default="float32"
         Keras dtype policy of F_theta's ReLU layers. "mixed_bfloat16" computes
         them in bfloat16 (weights stay float32); the size-k layer, Orthonorm,
         the Cholesky and the loss stay in float32/float64. Faster where the
-        CPU or accelerator has bfloat16 (BENCHMARKS, "Where a spectral
-        iteration's time goes"). This parameter, not Keras's global policy,
-        decides (a given ``encoder`` keeps its own).
+        CPU or accelerator has bfloat16 units. This parameter, not Keras's
+        global policy, decides (a given ``encoder`` keeps its own).
     validation_fraction : float, default=0.1
         Fraction of X held out at random for the validation loss; at least
         one more point than the affinity's neighbours (small data only).
@@ -191,48 +298,24 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         labeled points' cross-entropy in the loss (paper Sec. 5.3's closing
         remark; ``losses.label_loss``: softmax over minus the squared
         distances to each class's mean output in the minibatch). 0 turns it
-        off. On two noisy rings (development seeds) it raised the accuracy
-        where the labeled pairs alone left the cut wrong, e.g. 0.52-0.61 to
-        0.77-0.90 (BENCHMARKS.md, issue 17).
+        off. It helps where the labeled pairs alone leave the cut wrong.
     labeled_share : float, default=0.0
         Semi-supervised only: this share of each gradient minibatch is drawn
         from the labeled points (all of them if there are fewer), the rest
-        uniformly from the others. 0: uniform minibatches. Measured on 1,500
-        and 5,000 points, it did not help (BENCHMARKS.md, issue 17), so it is
-        off by default; it is meant for n much larger than the minibatch.
-    affinity_embedding : None, "siamese" or callable, default=None
+        uniformly from the others. 0: uniform minibatches. Meant for n much
+        larger than the minibatch, where few labeled points would otherwise
+        fall in a minibatch.
+    affinity_embedding : None, "siamese", SiameseEmbedding or callable, default=None
         None: affinities use Euclidean distances between points (in code space
-        if ``encoder`` is set). "siamese": a Siamese net is trained first on
-        unlabeled nearest-neighbour pairs (paper Sec. 3.2) and distances are
-        taken between its outputs. A callable: distances between its outputs.
+        if ``encoder`` is set). "siamese" (``SiameseEmbedding()``) or a
+        ``SiameseEmbedding(...)``: a copy of it, a Siamese net, is trained
+        first on unlabeled nearest-neighbour pairs (paper Sec. 3.2) and
+        distances are taken between its outputs. A callable (e.g. a trained
+        Keras net, kept fixed): distances between its outputs.
     encoder : keras.Model or None, default=None
         A fixed map from raw input to a code space (e.g. the VaDE encoder);
         SpectralNet and the Siamese net are trained on the codes, computed once.
         ``model_``, ``transform``, ``predict`` and the exports take raw input.
-    siamese_hidden_units : tuple of int, default=(1024, 1024, 512, 10)
-        Layers of the Siamese net (paper Table 3): ReLU, except the output
-        layer (``siamese_output_activation``).
-    siamese_output_activation : {"linear", "relu"}, default="linear"
-        The Siamese output layer's activation. The paper's is ReLU; on MNIST
-        codes it left half of the output units dead (``siamese.build_siamese``).
-    siamese_n_nbrs : int, default=2
-        Positive pairs per point: its nearest neighbours (paper: 2 on MNIST).
-    siamese_positives_per_point : int or None, default=None
-        None: pair each point with all ``siamese_n_nbrs`` neighbours. An int p:
-        with p of them drawn at random (paper, Reuters: 1 of the 100 nearest).
-    siamese_batch_size : int, default=128
-    siamese_learning_rate : float, default=1e-3
-    siamese_max_epochs : int, default=100
-    siamese_steps_per_epoch : int or None, default=None
-        None: an epoch is one pass over all Siamese pairs. An int: that many
-        minibatches of random pairs, a budget that does not grow with n
-        (infinite MNIST).
-    siamese_dtype_policy : {"float32", "mixed_bfloat16"}, default="float32"
-        The same for the Siamese net's ReLU layers; its output layer stays
-        float32.
-    neighbors : {"auto", "exact", "annoy"}, default="auto"
-        Nearest-neighbour backend for the Siamese pairs: exact (scikit-learn)
-        up to 20,000 points, annoy above.
     checkpoint_dir : str or None, default=None
         If set, the Siamese and SpectralNet trainings checkpoint after every
         epoch into ``checkpoint_dir/siamese`` and ``checkpoint_dir/spectral``
@@ -270,7 +353,10 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     cluster_centers_ : ndarray of shape (n_clusters, n_clusters)
         k-means centroids in the embedding space.
     affinity_ : affinity object
-        The fitted affinity (with its scale).
+        The fitted copy of ``affinity`` (with its scale, and the trained
+        embedding as its ``embedding``).
+    affinity_embedding_ : SiameseEmbedding, callable or None
+        The fitted copy of ``affinity_embedding`` (or the callable itself).
     history_ : dict
         Per epoch: "iteration", "loss", "val_loss", "lr" (and "grassmann" when
         ``fit`` got ``eigvecs``); "seconds" of training. With
@@ -283,8 +369,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         trained (None without an encoder). Not saved by ``save``: absent
         from a loaded estimator.
     siamese_ : keras.Model
-        The Siamese net (only with ``affinity_embedding="siamese"``), and
-        ``siamese_history_`` its training history.
+        The Siamese net (only with a ``SiameseEmbedding``; its ``model_``),
+        and ``siamese_history_`` its training history.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Column names of X, when X was a DataFrame with string column names.
@@ -292,13 +378,17 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     Examples
     --------
     >>> from sklearn.datasets import make_moons
+    >>> from spectralnet_tf import GaussianKNNAffinity, SpectralNet
     >>> X, y = make_moons(1000, noise=0.05, random_state=0)
-    >>> net = SpectralNet(n_clusters=2, hidden_units=(128, 128), random_state=0)
+    >>> net = SpectralNet(n_clusters=2, random_state=0)
     >>> labels = net.fit(X).labels_        # doctest: +SKIP
     >>> net.predict(X[:5]).shape           # doctest: +SKIP
     (5,)
-    >>> net.transform(X[:5]).shape         # doctest: +SKIP
-    (5, 2)
+    >>> net.plan(1000, 2).hidden_units     # the "auto" net for 1,000 2-D points
+    (256, 256, 128)
+    >>> net = SpectralNet(2, affinity=GaussianKNNAffinity(n_nbrs=10, scale="local"))
+    >>> net.set_params(affinity__n_nbrs=5).affinity.n_nbrs
+    5
 
     Semi-supervised: ``fit(X, partial_labels=labels)`` with -1 for unknown.
     ``y`` is ignored, as by every scikit-learn clusterer.
@@ -308,19 +398,16 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self,
         n_clusters=2,
         *,
-        hidden_units=(1024, 1024, 512),
+        hidden_units="auto",
         output_activation="tanh",
         affinity="knn",
-        n_nbrs=10,
-        scale_nbr=3,
-        scale="global",
         laplacian="unnormalized",
         batch_size=None,
         ortho_batch_size=None,
         learning_rate=1e-3,
         patience=10,
         min_lr=1e-8,
-        max_epochs=100,
+        max_epochs="auto",
         steps_per_epoch=None,
         gradient="projected",
         init="random",
@@ -330,16 +417,6 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         labeled_share=0.0,
         affinity_embedding=None,
         encoder=None,
-        siamese_hidden_units=(1024, 1024, 512, 10),
-        siamese_output_activation="linear",
-        siamese_n_nbrs=2,
-        siamese_positives_per_point=None,
-        siamese_batch_size=128,
-        siamese_learning_rate=1e-3,
-        siamese_max_epochs=100,
-        siamese_steps_per_epoch=None,
-        siamese_dtype_policy="float32",
-        neighbors="auto",
         checkpoint_dir=None,
         distribute=None,
         random_state=None,
@@ -349,9 +426,6 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self.hidden_units = hidden_units
         self.output_activation = output_activation
         self.affinity = affinity
-        self.n_nbrs = n_nbrs
-        self.scale_nbr = scale_nbr
-        self.scale = scale
         self.laplacian = laplacian
         self.batch_size = batch_size
         self.ortho_batch_size = ortho_batch_size
@@ -368,30 +442,66 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self.labeled_share = labeled_share
         self.affinity_embedding = affinity_embedding
         self.encoder = encoder
-        self.siamese_hidden_units = siamese_hidden_units
-        self.siamese_output_activation = siamese_output_activation
-        self.siamese_n_nbrs = siamese_n_nbrs
-        self.siamese_positives_per_point = siamese_positives_per_point
-        self.siamese_batch_size = siamese_batch_size
-        self.siamese_learning_rate = siamese_learning_rate
-        self.siamese_max_epochs = siamese_max_epochs
-        self.siamese_steps_per_epoch = siamese_steps_per_epoch
-        self.siamese_dtype_policy = siamese_dtype_policy
-        self.neighbors = neighbors
         self.checkpoint_dir = checkpoint_dir
         self.distribute = distribute
         self.random_state = random_state
         self.verbose = verbose
 
+    def set_params(self, **params):
+        """Set parameters, as scikit-learn's ``set_params``; nested keys
+        (``affinity__n_nbrs``, ``affinity_embedding__max_epochs``) replace the
+        part by a copy with the new values (a name by the object it names)
+        instead of changing the object in place. Returns self."""
+        nested = {}
+        for key in list(params):
+            name, sep, sub = key.partition("__")
+            if sep and name in PARTS:
+                nested.setdefault(name, {})[sub] = params.pop(key)
+        super().set_params(**params)
+        for name, values in nested.items():
+            current = getattr(self, name)
+            part = PARTS[name](current)
+            if not hasattr(part, "set_params"):
+                keys = ", ".join(f"{name}__{sub}" for sub in values)
+                raise ValueError(
+                    f"{keys}: nested parameters need {name} to be an object with parameters "
+                    f"(or a name of one), got {name}={current!r}.")
+            setattr(self, name, part.set_params(**values))
+        return self
+
     # ------------------------------------------------------------------ fit
-    def _resolve_params(self, n):
+    def make_affinity(self, embedding=None):
+        """A new unfitted affinity object from the ``affinity`` parameter (a
+        copy of the object, or the class a name stands for), with
+        ``embedding`` as its distance's embedding when given. ``fit`` fits
+        one as ``affinity_``; ``exact_reference``-style callers fit their
+        own."""
+        return make_affinity(self.affinity, embedding)
+
+    def plan(self, n_samples, n_features):
+        """Check the parameters against n points of ``n_features`` input
+        features (the encoder's input, with an encoder) and resolve what they
+        leave to ``fit``: the hold-out, the batch sizes, the steps per epoch,
+        the epoch cap and the net ("auto" and None values). Returns a
+        ``Plan``; raises the ValueError that ``fit`` would, before any work.
+        """
+        n = n_samples
         _check_int("n_clusters", self.n_clusters, 1)
         if n < self.n_clusters:
             raise ValueError(
                 f"X has n_samples={n}, fewer than n_clusters={self.n_clusters}."
             )
-        _check_choice("affinity", self.affinity, AFFINITIES)
-        _check_choice("scale", self.scale, SCALES)
+        affinity = self.make_affinity()
+        try:
+            affinity.check_params()
+        except ValueError as err:
+            raise ValueError(f"affinity={self.affinity!r}: {err}") from None
+        embedding = make_affinity_embedding(self.affinity_embedding)
+        if embedding is not None and affinity.embedding is not None:
+            raise ValueError(
+                "affinity has an embedding of its own and affinity_embedding is set too; set "
+                f"one of them, got affinity={self.affinity!r} and "
+                f"affinity_embedding={self.affinity_embedding!r}.")
         _check_choice("laplacian", self.laplacian, LAPLACIANS)
         _check_choice("gradient", self.gradient, GRADIENTS)
         _check_choice("init", self.init, INITS)
@@ -409,49 +519,34 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                 "minibatches: random_state must be an int, got "
                 f"random_state={self.random_state!r}."
             )
-        _check_int("n_nbrs", self.n_nbrs, 1)
-        _check_int("scale_nbr", self.scale_nbr, 1)
         _check_int("patience", self.patience, 1)
-        _check_int("max_epochs", self.max_epochs, 1)
-        _check_units("hidden_units", self.hidden_units)
+        if not _is_auto(self.max_epochs):
+            _check_int("max_epochs", self.max_epochs, 1)
+        if not _is_auto(self.hidden_units):
+            _check_units("hidden_units", self.hidden_units)
         _check_real("validation_fraction", self.validation_fraction, lambda v: 0 < v < 1, "in (0, 1)")
-        emb = self.affinity_embedding
-        if not (emb is None or callable(emb) or (isinstance(emb, str) and emb == "siamese")):
-            raise ValueError(
-                "affinity_embedding must be None, 'siamese' or a callable, got "
-                f"affinity_embedding={self.affinity_embedding!r}."
-            )
         if self.encoder is not None and not hasattr(self.encoder, "predict"):
             raise ValueError(f"encoder must be a Keras model or None, got encoder={self.encoder!r}.")
         _check_positive("learning_rate", self.learning_rate)
         _check_real("label_weight", self.label_weight, lambda v: 0 <= v < np.inf, "a number >= 0")
         _check_real("labeled_share", self.labeled_share, lambda v: 0 <= v <= 1, "in [0, 1]")
         _check_positive("min_lr", self.min_lr)
-        if isinstance(emb, str) and emb == "siamese":
-            _check_units("siamese_hidden_units", self.siamese_hidden_units)
-            _check_choice("siamese_output_activation", self.siamese_output_activation,
-                          SIAMESE_OUTPUT_ACTIVATIONS)
-            _check_int("siamese_n_nbrs", self.siamese_n_nbrs, 1)
-            if self.siamese_positives_per_point is not None:
-                _check_int("siamese_positives_per_point", self.siamese_positives_per_point, 1)
-            _check_int("siamese_batch_size", self.siamese_batch_size, 1)
-            dist.check_divisible("siamese_batch_size", self.siamese_batch_size, self._strategy())
-            _check_int("siamese_max_epochs", self.siamese_max_epochs, 1)
-            if self.siamese_steps_per_epoch is not None:
-                _check_int("siamese_steps_per_epoch", self.siamese_steps_per_epoch, 1)
-            _check_positive("siamese_learning_rate", self.siamese_learning_rate)
-            _check_choice("siamese_dtype_policy", self.siamese_dtype_policy, DTYPE_POLICIES)
+        if isinstance(embedding, SiameseEmbedding):
+            try:
+                embedding.check_params(self._strategy())
+            except ValueError as err:
+                raise ValueError(f"affinity_embedding={self.affinity_embedding!r}: {err}") from None
         # The validation hold-out is one minibatch at least: its affinity
         # needs the neighbours too (this matters for small data only).
-        needed = self._make_affinity().n_neighbors_needed()
+        needed = affinity.n_neighbors_needed()
+        ranks = ", ".join(f"{key}={value}" for key, value in affinity.ranks().items())
         n_val = max(needed + 1, int(round(self.validation_fraction * n)))
         n_train = n - n_val
         if n_train <= needed:
             raise ValueError(
-                f"The affinity needs {needed} neighbours per point (n_nbrs={self.n_nbrs}, "
-                f"scale_nbr={self.scale_nbr}) in a minibatch and in the validation hold-out, "
-                f"but n_samples={n} leaves {n_train} training points beside a hold-out of "
-                f"{n_val}; lower n_nbrs/scale_nbr or give more data."
+                f"The affinity needs {needed} neighbours per point ({ranks}) in a minibatch "
+                f"and in the validation hold-out, but n_samples={n} leaves {n_train} training "
+                f"points beside a hold-out of {n_val}; lower them or give more data."
             )
         batch_size = self._check_batch("batch_size", self.batch_size, n_train, n)
         ortho = self._check_batch("ortho_batch_size", self.ortho_batch_size, n_train, n)
@@ -459,16 +554,22 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         # Fail now, not after Siamese training, if a minibatch is too small.
         if batch_size <= needed:
             raise ValueError(
-                f"The affinity needs {needed} neighbours per point (n_nbrs={self.n_nbrs}, "
-                f"scale_nbr={self.scale_nbr}) but a minibatch has batch_size={batch_size} "
-                "points; lower n_nbrs/scale_nbr or raise batch_size."
+                f"The affinity needs {needed} neighbours per point ({ranks}) but a minibatch "
+                f"has batch_size={batch_size} points; lower them or raise batch_size."
             )
         if self.steps_per_epoch is None:
             steps = max(n_train // batch_size, MIN_STEPS_PER_EPOCH)
         else:
             _check_int("steps_per_epoch", self.steps_per_epoch, 1)
             steps = self.steps_per_epoch
-        return n_val, batch_size, ortho, steps
+        epochs = auto_max_epochs(steps) if _is_auto(self.max_epochs) else self.max_epochs
+        if _is_auto(self.hidden_units):
+            width = (int(self.encoder.output_shape[-1]) if self.encoder is not None
+                     else n_features)
+            units = auto_hidden_units(n, width)
+        else:
+            units = tuple(self.hidden_units)
+        return Plan(n_val, n_train, batch_size, ortho, steps, epochs, units, affinity, embedding)
 
     def _check_batch(self, name, value, n_train, n):
         if value is None:  # rounded down to equal shards under a strategy
@@ -483,12 +584,6 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                 f"{self.validation_fraction} hold-out)."
             )
         return value
-
-    def _make_affinity(self, embedding=None):
-        kwargs = {"scale_nbr": self.scale_nbr, "scale": self.scale, "embedding": embedding}
-        if self.affinity == "knn":
-            kwargs["n_nbrs"] = self.n_nbrs
-        return AFFINITIES[self.affinity](**kwargs)
 
     def fit(self, X, y=None, *, partial_labels=None, groups=None, eigvecs=None, resume=False):
         """Train F_theta on X and cluster its embedding.
@@ -549,13 +644,15 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         if self.encoder is None and is_lazy(X):
             X = check_array(map_batches(None, X))  # trained on in memory
         n = len(X)
-        n_val, batch_size, ortho_batch_size, steps = self._resolve_params(n)
+        plan = self.plan(n, X.shape[1])
         labels = check_labels(partial_labels, n, self.n_clusters)
+        siamese = isinstance(plan.affinity_embedding, SiameseEmbedding)
         if groups is not None:
-            if self.affinity_embedding != "siamese":
+            if not siamese:
                 raise ValueError(
                     "groups are Siamese positives and need affinity_embedding='siamese', got "
-                    f"affinity_embedding={self.affinity_embedding!r}.")
+                    f"affinity_embedding={self.affinity_embedding!r} (a SiameseEmbedding "
+                    "object takes them too).")
             groups = check_groups(groups, n)
         if eigvecs is not None and np.shape(eigvecs) != (n, self.n_clusters):
             raise ValueError(
@@ -574,26 +671,31 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         encode_seconds = time.perf_counter() - start
 
         perm = np.random.default_rng(split_seed).permutation(n)
-        z_val, z_train = Z[perm[:n_val]], Z[perm[n_val:]]
-        labels_val, labels_train = labels[perm[:n_val]], labels[perm[n_val:]]
-        embedding = self.affinity_embedding
-        if embedding == "siamese":
-            embedding = self._fit_siamese(z_train, labels_train,
-                                          None if groups is None else groups[perm[n_val:]],
-                                          siamese_seed,
-                                          checkpointers.get("siamese"))
-        self.affinity_ = self._make_affinity(embedding).fit(z_train, batch_size, seed=scale_seed)
+        z_val, z_train = Z[perm[:plan.n_val]], Z[perm[plan.n_val:]]
+        labels_val, labels_train = labels[perm[:plan.n_val]], labels[perm[plan.n_val:]]
+        embedding = plan.affinity_embedding
+        if siamese:  # a copy, fitted here: the parameter itself stays unfitted
+            embedding.fit(z_train, labels=labels_train if (labels_train >= 0).any() else None,
+                          groups=None if groups is None else groups[perm[plan.n_val:]],
+                          seed=siamese_seed, verbose=self.verbose,
+                          checkpointer=checkpointers.get("siamese"), strategy=self._strategy())
+            self.siamese_, self.siamese_history_ = embedding.model_, embedding.history_
+        self.affinity_embedding_ = embedding
+        affinity = plan.affinity
+        if embedding is not None:
+            affinity.set_params(embedding=self.siamese_ if siamese else embedding)
+        self.affinity_ = affinity.fit(z_train, plan.batch_size, seed=scale_seed)
         with self._strategy().scope():  # mirrored variables under a strategy
             spectral_model, body = build_spectralnet(
-                Z.shape[1], self.n_clusters, tuple(self.hidden_units), seed=net_seed,
+                Z.shape[1], self.n_clusters, plan.hidden_units, seed=net_seed,
                 output_activation=self.output_activation, dtype_policy=self.dtype_policy,
             )
         self.history_ = train_spectralnet(
             spectral_model, body, self.affinity_, z_train, z_val,
-            laplacian=self.laplacian, batch_size=batch_size,
-            ortho_batch_size=ortho_batch_size, learning_rate=self.learning_rate,
-            patience=self.patience, min_lr=self.min_lr, epochs=self.max_epochs,
-            steps_per_epoch=steps, seed=train_seed, verbose=self.verbose,
+            laplacian=self.laplacian, batch_size=plan.batch_size,
+            ortho_batch_size=plan.ortho_batch_size, learning_rate=self.learning_rate,
+            patience=self.patience, min_lr=self.min_lr, epochs=plan.max_epochs,
+            steps_per_epoch=plan.steps_per_epoch, seed=train_seed, verbose=self.verbose,
             gradient=self.gradient, y_train=labels_train, y_val=labels_val,
             labeled_share=self.labeled_share, label_weight=self.label_weight,
             checkpointer=checkpointers.get("spectral"),
@@ -674,15 +776,6 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             )
         return found
 
-    def _fit_siamese(self, z_train, labels_train, groups_train, seed, checkpointer=None):
-        """Train the Siamese net on kNN pairs (plus labeled and group pairs, if any)."""
-        self.siamese_, self.siamese_history_ = fit_siamese(
-            z_train, **siamese_kwargs(self.get_params(deep=False)), neighbors=self.neighbors,
-            labels=labels_train if (labels_train >= 0).any() else None,
-            groups=groups_train, seed=seed,
-            verbose=self.verbose, checkpointer=checkpointer, strategy=self._strategy())
-        return self.siamese_
-
     # ------------------------------------------------------- after fitting
     def _check_fitted(self):
         if not hasattr(self, "model_"):
@@ -727,11 +820,15 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         """Save the fitted estimator to the new directory ``path``.
 
         ``path/embedder.keras`` is a standard Keras file of ``model_``, the
-        encoder included (``import spectralnet_tf`` then
-        ``keras.models.load_model`` opens it); ``siamese.keras``,
+        encoder included. ``keras.models.load_model`` opens it once the
+        Orthonorm layer is registered: ``from spectralnet_tf import
+        Orthonorm`` (or ``SpectralNet``) first. A bare ``import
+        spectralnet_tf`` is lazy and registers it only if Keras was imported
+        before it. ``siamese.keras`` (only with a ``SiameseEmbedding``),
         ``arrays.npz`` and ``estimator.json`` hold the Siamese net, the
-        embedding, labels and centroids, the parameters, the affinity's scale
-        and the histories.
+        embedding, labels and centroids, the parameters (the affinity and the
+        Siamese embedding by class and parameters; format 3, and ``load``
+        also reads format 2), the affinity's scale and the histories.
         """
         self._check_fitted()
         return save_estimator(self, path)

@@ -21,8 +21,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from .affinity import AFFINITIES, FullGaussianAffinity, GaussianKNNAffinity
 from .atomic import atomic_directory, atomic_file, publish
 from .centroids import centroid_distances, nearest_centroid
+from .siamese import SiameseEmbedding
 
 SIGNATURE = "serving_default"
 EMBEDDER_FILE = "embedder.keras"
@@ -30,7 +32,10 @@ STATE_FILE = "estimator.json"
 SIAMESE_FILE = "siamese.keras"
 ARRAYS_FILE = "arrays.npz"
 #: Version of the saved-estimator layout (embedder.keras, arrays.npz, estimator.json).
-FORMAT_VERSION = 2
+#: 3: the affinity and the Siamese embedding saved as objects (class and
+#: parameters); 2: as SpectralNet's flat parameters, still read.
+FORMAT_VERSION = 3
+READABLE_FORMATS = (2, 3)
 #: ``params["encoder"]`` in estimator.json when the encoder is the embedder's first layer.
 ENCODER_IN_EMBEDDER = "embedder.keras:layers[0]"
 MODELS_CONFIG = "models.config"
@@ -152,18 +157,76 @@ def write_models_config(base_dir, serving_root=DEFAULT_SERVING_ROOT):
     return path
 
 
+#: The parts saved by class name and parameters (estimator.json, format 3).
+PART_CLASSES = {cls.__name__: cls for cls in (GaussianKNNAffinity, FullGaussianAffinity,
+                                             SiameseEmbedding)}
+#: Format 2 (flat parameters): SpectralNet's siamese_* and neighbors, now
+#: SiameseEmbedding's; n_nbrs, scale_nbr, scale, now the affinity's.
+V2_SIAMESE = ("hidden_units", "output_activation", "n_nbrs", "positives_per_point", "batch_size",
+              "learning_rate", "max_epochs", "steps_per_epoch", "dtype_policy")
+V2_AFFINITY = ("n_nbrs", "scale_nbr", "scale")
+
+
+def part_to_json(value):
+    """A parameter as JSON: an affinity or ``SiameseEmbedding`` object as
+    ``{"class": name, "params": {...}}`` (its embedding, set only on fitted
+    copies, left out); a tuple as a list; anything else as it is."""
+    if isinstance(value, tuple(PART_CLASSES.values())):
+        params = {key: part_to_json(v) for key, v in value.get_params(deep=False).items()
+                  if key != "embedding"}
+        return {"class": type(value).__name__, "params": params}
+    return list(value) if isinstance(value, tuple) else value
+
+
+def part_from_json(value, tuples=("hidden_units",)):
+    """The inverse of ``part_to_json``."""
+    if isinstance(value, dict) and set(value) == {"class", "params"}:
+        params = {key: tuple(v) if key in tuples and isinstance(v, list) else v
+                  for key, v in value["params"].items()}
+        return PART_CLASSES[value["class"]](**params)
+    return value
+
+
+def params_from_format2(params):
+    """A format-2 save's flat parameters in today's layout: ``n_nbrs``,
+    ``scale_nbr``, ``scale`` into the affinity object and the ``siamese_*``
+    parameters, ``neighbors`` and the shared ``patience`` and ``min_lr`` into
+    a ``SiameseEmbedding`` (which format 2 trained with)."""
+    params = dict(params)
+    ranks = {key: params.pop(key) for key in V2_AFFINITY if key in params}
+    kind = params.get("affinity", "knn")
+    if kind == "full":
+        ranks.pop("n_nbrs", None)
+    params["affinity"] = {"class": AFFINITIES[kind].__name__, "params": ranks}
+    siamese = {key: params.pop(f"siamese_{key}") for key in V2_SIAMESE
+               if f"siamese_{key}" in params}
+    siamese["neighbors"] = params.pop("neighbors", "auto")
+    if params.get("affinity_embedding") == "siamese":
+        siamese.update(patience=params["patience"], min_lr=params["min_lr"])
+        params["affinity_embedding"] = {"class": "SiameseEmbedding", "params": siamese}
+    return params
+
+
 def save_estimator(estimator, path):
     """Save a fitted estimator to the new directory ``path`` (atomically).
 
     ``embedder.keras`` is the whole raw-input model ``model_`` (the encoder,
     if any, inside it), ``siamese.keras`` the Siamese net, ``arrays.npz`` the
-    embedding, labels and centroids, and ``estimator.json`` the parameters,
-    the fitted affinity's scale and the histories.
+    embedding, labels and centroids, and ``estimator.json`` the parameters
+    (the affinity and the Siamese embedding by class and parameters), the
+    fitted affinity's scale and the histories.
     """
-    params = estimator.get_params()
-    if callable(params["affinity_embedding"]):
+    params = estimator.get_params(deep=False)
+    embedding = params["affinity_embedding"]
+    if callable(embedding) and not isinstance(embedding, SiameseEmbedding):
         raise ValueError(
             "Saving an estimator with a custom affinity_embedding callable is not "
+            "supported; its embedding is not part of the saved model."
+        )
+    affinity = params["affinity"]
+    if not isinstance(affinity, str) and getattr(affinity, "embedding", None) is not None:
+        raise ValueError(
+            "Saving an estimator whose affinity has an embedding of its own is not "
             "supported; its embedding is not part of the saved model."
         )
     if isinstance(params["random_state"], numbers.Integral):
@@ -176,16 +239,14 @@ def save_estimator(estimator, path):
     # The encoder is saved inside the embedder (model_ = encoder -> F_theta).
     params["encoder"] = ENCODER_IN_EMBEDDER if estimator.encoder is not None else None
     params["distribute"] = None  # a runtime resource, not a parameter of the model
-    for key in ("hidden_units", "siamese_hidden_units"):
-        params[key] = list(params[key])
-    affinity = estimator.affinity_
+    params = {key: part_to_json(value) for key, value in params.items()}
     state = {
         "format": FORMAT_VERSION,
         "params": params,
         "n_features_in_": int(estimator.n_features_in_),
         "feature_names_in_": (estimator.feature_names_in_.tolist()
                               if hasattr(estimator, "feature_names_in_") else None),
-        "affinity_scale_": affinity.scale_,
+        "affinity_scale_": estimator.affinity_.scale_,
         "history_": estimator.history_,
         "siamese_history_": getattr(estimator, "siamese_history_", None),
     }
@@ -206,7 +267,9 @@ def save_estimator(estimator, path):
 
 def load_estimator(cls, path):
     """Load what ``save_estimator`` wrote into a new fitted ``cls`` instance:
-    ``transform``, ``predict`` and a new ``fit`` behave as the original's."""
+    ``transform``, ``predict`` and a new ``fit`` behave as the original's.
+    Format 2 (flat affinity and ``siamese_*`` parameters) is read too, its
+    parameters moved into the objects (``params_from_format2``)."""
     def missing(files):
         absent = [f for f in files if not os.path.exists(os.path.join(path, f))]
         if absent:
@@ -217,16 +280,20 @@ def load_estimator(cls, path):
     missing((EMBEDDER_FILE, STATE_FILE, ARRAYS_FILE))
     with open(os.path.join(path, STATE_FILE)) as f:
         state = json.load(f)
-    if state["params"].get("affinity_embedding") == "siamese":
-        missing((SIAMESE_FILE,))
-    if state.get("format") != FORMAT_VERSION:
+    version = state.get("format")
+    if version not in READABLE_FORMATS:
         raise ValueError(
-            f"path={path!r} was saved in format {state.get('format')!r}; this version "
-            f"reads format {FORMAT_VERSION}."
+            f"path={path!r} was saved in format {version!r}; this version reads formats "
+            f"{', '.join(map(str, READABLE_FORMATS))}: save it again with the version "
+            "that wrote it, or fit it again."
         )
-    params = state["params"]
-    for key in ("hidden_units", "siamese_hidden_units"):
-        params[key] = tuple(params[key])
+    params = state["params"] if version == FORMAT_VERSION else params_from_format2(state["params"])
+    params = {key: part_from_json(value) for key, value in params.items()}
+    siamese = isinstance(params["affinity_embedding"], SiameseEmbedding)
+    if siamese:
+        missing((SIAMESE_FILE,))
+    if isinstance(params["hidden_units"], list):
+        params["hidden_units"] = tuple(params["hidden_units"])
     model = keras.models.load_model(os.path.join(path, EMBEDDER_FILE))
     # With an encoder, model_ is Sequential([encoder, F_theta]): the same layers serve both.
     params["encoder"] = model.layers[0] if params["encoder"] == ENCODER_IN_EMBEDDER else None
@@ -236,10 +303,15 @@ def load_estimator(cls, path):
     if state["feature_names_in_"] is not None:
         estimator.feature_names_in_ = np.asarray(state["feature_names_in_"], dtype=object)
     embedding = None
-    if params["affinity_embedding"] == "siamese":
-        estimator.siamese_ = embedding = keras.models.load_model(os.path.join(path, SIAMESE_FILE))
-        estimator.siamese_history_ = state["siamese_history_"]
-    estimator.affinity_ = estimator._make_affinity(embedding)
+    estimator.affinity_embedding_ = None
+    if siamese:
+        embedding = keras.models.load_model(os.path.join(path, SIAMESE_FILE))
+        fitted = type(params["affinity_embedding"])(
+            **params["affinity_embedding"].get_params(deep=False))
+        fitted.model_, fitted.history_ = embedding, state["siamese_history_"]
+        estimator.affinity_embedding_ = fitted
+        estimator.siamese_, estimator.siamese_history_ = embedding, state["siamese_history_"]
+    estimator.affinity_ = estimator.make_affinity(embedding)
     estimator.affinity_.scale_ = state["affinity_scale_"]
     with np.load(os.path.join(path, ARRAYS_FILE)) as arrays:
         for name in ("embedding_", "labels_", "cluster_centers_"):

@@ -16,7 +16,7 @@ a fitted estimator, ``greater_is_better`` saying which way is better):
   own affinity on one fixed random subsample (the eigengap heuristic of
   spectral clustering: k well-separated clusters give lambda_k near 0 and
   lambda_{k+1} well above it). Whether it tracks accuracy is measured, not
-  assumed (BENCHMARKS.md, issue 18).
+  assumed (BENCHMARKS.md, model selection).
 
 Labels, where given to ``fit``, are recorded beside each trial for
 reporting; they never enter the choice.
@@ -32,13 +32,14 @@ from sklearn.model_selection import ParameterGrid, ParameterSampler
 from .distribute import map_rows
 from .estimator import check_array
 from .metrics import acc, nmi
+from .siamese import SiameseEmbedding
 from .spectral import laplacian_matrix, smallest_eigenvectors
 from .streaming import is_lazy
 
 #: Parameters that leave the validation loss comparable between trials: the
 #: net and how it is trained. Everything else changes the affinity, the loss
 #: or the hold-out (random_state draws the hold-out). Not ``gradient``: the
-#: loss is quadratic in the outputs, and "plain" steps shrink them (README).
+#: loss is quadratic in the outputs, and "plain" steps shrink them (docs/training.md).
 LOSS_COMPARABLE = frozenset({
     "hidden_units", "output_activation", "learning_rate", "patience", "min_lr",
     "max_epochs", "steps_per_epoch", "ortho_batch_size", "init", "dtype_policy", "verbose",
@@ -61,12 +62,14 @@ class ValidationLoss:
                 f"the affinity, the loss and the hold-out, but the search varies {other}; "
                 f"vary only {sorted(LOSS_COMPARABLE)}, or use criterion='eigengap'."
             )
-        if isinstance(base["affinity_embedding"], str) and base["affinity_embedding"] == "siamese":
+        embedding = base["affinity_embedding"]
+        if (isinstance(embedding, str) and embedding == "siamese") or isinstance(
+                embedding, SiameseEmbedding):
             raise ValueError(
                 "criterion='val_loss' needs one affinity for all trials, but "
                 "affinity_embedding='siamese' trains a new Siamese net in each; train one "
-                "(siamese.fit_siamese) and pass it as affinity_embedding (the paper held "
-                "the Siamese net fixed)."
+                "(SiameseEmbedding(...).fit(X)) and pass its model_ as affinity_embedding (the "
+                "paper held the Siamese net fixed)."
             )
 
     def prepare(self, X, rng):
@@ -225,7 +228,8 @@ class UnsupervisedSearch:
         self.trials_, best = [], None
         for params in settings:
             # Not sklearn.clone: an encoder or a fixed Siamese net is shared, not copied.
-            net = type(self.estimator)(**{**base, **params})
+            # set_params takes nested keys (affinity__n_nbrs) and copies the part it changes.
+            net = type(self.estimator)(**base).set_params(**params)
             start = time.perf_counter()
             try:
                 net.fit(X)

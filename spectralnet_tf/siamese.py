@@ -7,14 +7,19 @@ validation-loss learning-rate schedule as SpectralNet. Each epoch runs as one
 compiled ``tf.function``.
 """
 
+import numbers
+
 import keras
 import numpy as np
 import tensorflow as tf
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 
 from . import distribute
 from .losses import contrastive_loss
 from .neighbors import make_neighbors
-from .networks import dense_stack
+from .networks import DTYPE_POLICIES, dense_stack
+from .streaming import map_batches
 from .train import PlateauSchedule, run_epochs, sample_rows
 
 #: The validation loss is taken on at most this many of the held-out pairs
@@ -139,6 +144,8 @@ def _group_pairs(groups, rng):
     return [first], [order[start + within]], [np.ones(first.size, np.float32)]
 
 
+#: Names of the nearest-neighbour backends (``neighbors.make_neighbors``).
+NEIGHBOR_BACKENDS = ("auto", "exact", "annoy")
 #: Activations of the Siamese output layer: ours, and the paper's Table 3.
 SIAMESE_OUTPUT_ACTIVATIONS = ("linear", "relu")
 
@@ -149,10 +156,10 @@ def build_siamese(input_dim, hidden_units=(1024, 1024, 512, 10), seed=0, output_
     output layer of size ``hidden_units[-1]``, linear unless
     ``output_activation="relu"`` (the paper's, ``--preset paper``).
 
-    The paper's Table 3 ends in a ReLU; on MNIST codes (10,000 points, 15
-    epochs) that left 5 of 10 output units dead and the 10-NN label purity of
-    the embedding at 0.915, below the codes' own 0.931; a linear output kept
-    all units and reached 0.950 (scripts/ablations.py siamese).
+    The paper's Table 3 ends in a ReLU. On MNIST codes that left some output
+    units dead (0 for every input), and the embedding's nearest neighbours
+    agreed less often on the label than the codes' own; a linear output keeps
+    every unit (measured by ``scripts/ablations.py siamese``).
     """
     *hidden, out = hidden_units
     layers = dense_stack(hidden, "relu", seed, "siamese", dtype_policy)
@@ -236,7 +243,7 @@ def fit_siamese(z, *, hidden_units=(1024, 1024, 512, 10), output_activation="lin
                 checkpointer=None, strategy=None, dtype_policy="float32"):
     """Pairs from ``z`` (``make_pairs``), a new Siamese net built (in
     ``strategy``'s scope) and trained on them: returns ``(net, history)``. The
-    keywords are ``SpectralNet``'s ``siamese_*`` parameters without the prefix."""
+    keywords are ``SiameseEmbedding``'s parameters (its ``fit`` calls this)."""
     pairs = make_pairs(z, n_nbrs, neighbors, seed=seed, labels=labels,
                        positives_per_point=positives_per_point, groups=groups)
     with distribute.get(strategy).scope():
@@ -250,10 +257,154 @@ def fit_siamese(z, *, hidden_units=(1024, 1024, 512, 10), output_activation="lin
     return net, history
 
 
-def siamese_kwargs(params):
-    """``fit_siamese`` keywords from a dict of ``SpectralNet`` parameters: the
-    ``siamese_*`` ones without the prefix, and the schedule's ``patience``
-    and ``min_lr`` (shared with SpectralNet's training)."""
-    kwargs = {name[len("siamese_"):]: value for name, value in params.items()
-              if name.startswith("siamese_")}
-    return {**kwargs, "patience": params["patience"], "min_lr": params["min_lr"]}
+class SiameseEmbedding(BaseEstimator):
+    """A learned distance for the affinity (paper Sec. 3.2): a Siamese net
+    trained on unlabeled nearest-neighbour pairs, whose outputs the affinity
+    then measures distances between.
+
+    ``SpectralNet(affinity_embedding=SiameseEmbedding(...))`` fits a copy on
+    its training points before the affinity's scale (``affinity_embedding_``);
+    this object itself is never changed by that. A scikit-learn estimator in
+    the ``get_params`` sense: ``clone`` and ``set_params`` work, also nested
+    (``SpectralNet.set_params(affinity_embedding__max_epochs=3)``).
+
+    Parameters
+    ----------
+    hidden_units : tuple of int, default=(1024, 1024, 512, 10)
+        Layers of the net (paper Table 3): ReLU, except the output layer
+        (``output_activation``), whose size is the embedding's.
+    output_activation : {"linear", "relu"}, default="linear"
+        The output layer's activation. The paper's is ReLU, which can leave
+        output units dead (always 0) and so lose distance information
+        (``build_siamese``).
+    n_nbrs : int, default=2
+        Positive pairs per point: its nearest neighbours (paper: 2 on MNIST).
+    positives_per_point : int or None, default=None
+        None: pair each point with all ``n_nbrs`` neighbours. An int p: with p
+        of them drawn at random (paper, Reuters: 1 of the 100 nearest).
+    batch_size : int, default=128
+        Pairs per minibatch.
+    learning_rate : float, default=1e-3
+        Initial RMSprop learning rate.
+    max_epochs : int, default=100
+        Upper bound on the number of epochs.
+    steps_per_epoch : int or None, default=None
+        None: an epoch is one pass over all pairs. An int: that many
+        minibatches of random pairs, a budget that does not grow with n.
+    patience : int, default=10
+        Epochs without validation improvement before the rate is divided by 10.
+    min_lr : float, default=1e-8
+        Training stops when the rate reaches it.
+    dtype_policy : {"float32", "mixed_bfloat16"}, default="float32"
+        Keras dtype policy of the ReLU layers; the output layer stays float32.
+    neighbors : {"auto", "exact", "annoy"}, default="auto"
+        Nearest-neighbour backend for the pairs: exact (scikit-learn) up to
+        20,000 points, annoy above.
+
+    Attributes
+    ----------
+    model_ : keras.Model
+        The trained net (``__call__`` and ``transform`` apply it).
+    history_ : dict
+        Per epoch "loss", "val_loss", "lr"; "seconds" of training.
+
+    Examples
+    --------
+    >>> from spectralnet_tf import SpectralNet, SiameseEmbedding
+    >>> net = SpectralNet(n_clusters=10, affinity_embedding=SiameseEmbedding(
+    ...     hidden_units=(256, 256, 10), n_nbrs=5, max_epochs=50))
+    >>> net.set_params(affinity_embedding__batch_size=512).affinity_embedding.batch_size
+    512
+    """
+
+    def __init__(self, hidden_units=(1024, 1024, 512, 10), output_activation="linear",
+                 n_nbrs=2, positives_per_point=None, batch_size=128, learning_rate=1e-3,
+                 max_epochs=100, steps_per_epoch=None, patience=10, min_lr=1e-8,
+                 dtype_policy="float32", neighbors="auto"):
+        self.hidden_units = hidden_units
+        self.output_activation = output_activation
+        self.n_nbrs = n_nbrs
+        self.positives_per_point = positives_per_point
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.max_epochs = max_epochs
+        self.steps_per_epoch = steps_per_epoch
+        self.patience = patience
+        self.min_lr = min_lr
+        self.dtype_policy = dtype_policy
+        self.neighbors = neighbors
+
+    def check_params(self, strategy=None):
+        """Raise a ValueError naming the first bad parameter; under a
+        ``tf.distribute`` strategy ``batch_size`` must divide by its replicas."""
+        units = self.hidden_units
+        if not (isinstance(units, (tuple, list)) and len(units) > 0
+                and all(_is_int(u, 1) for u in units)):
+            raise ValueError("hidden_units must be a non-empty tuple of positive integers, got "
+                             f"hidden_units={units!r}.")
+        _check_choice("output_activation", self.output_activation, SIAMESE_OUTPUT_ACTIVATIONS)
+        _check_int("n_nbrs", self.n_nbrs, 1)
+        if self.positives_per_point is not None:
+            _check_int("positives_per_point", self.positives_per_point, 1)
+        _check_int("batch_size", self.batch_size, 1)
+        distribute.check_divisible("batch_size", self.batch_size, distribute.get(strategy))
+        _check_int("max_epochs", self.max_epochs, 1)
+        if self.steps_per_epoch is not None:
+            _check_int("steps_per_epoch", self.steps_per_epoch, 1)
+        _check_int("patience", self.patience, 1)
+        for name in ("learning_rate", "min_lr"):
+            value = getattr(self, name)
+            if not _is_real(value) or not value > 0:
+                raise ValueError(f"{name} must be a number > 0, got {name}={value!r}.")
+        _check_choice("dtype_policy", self.dtype_policy, DTYPE_POLICIES)
+        if not (hasattr(self.neighbors, "kneighbors")
+                or (isinstance(self.neighbors, str) and self.neighbors in NEIGHBOR_BACKENDS)):
+            raise ValueError(f"neighbors must be one of {NEIGHBOR_BACKENDS} or an object with a "
+                             f"kneighbors method, got neighbors={self.neighbors!r}.")
+
+    def fit(self, X, y=None, *, labels=None, groups=None, seed=0, verbose=0, checkpointer=None,
+            strategy=None):
+        """Train a new net on the pairs of X (``make_pairs``): its nearest
+        neighbours, plus pairs from ``labels`` (-1: unknown) and ``groups``
+        (ids of views of one item), if given. ``y`` is ignored. With a
+        ``checkpointer`` it checkpoints each epoch and resumes from one;
+        under a ``tf.distribute`` ``strategy`` each minibatch is split over
+        its replicas. Returns self."""
+        self.check_params(strategy)
+        self.model_, self.history_ = fit_siamese(
+            X, hidden_units=tuple(self.hidden_units), output_activation=self.output_activation,
+            n_nbrs=self.n_nbrs, positives_per_point=self.positives_per_point,
+            batch_size=self.batch_size, learning_rate=self.learning_rate,
+            max_epochs=self.max_epochs, steps_per_epoch=self.steps_per_epoch,
+            patience=self.patience, min_lr=self.min_lr, neighbors=self.neighbors,
+            labels=labels, groups=groups, seed=seed, verbose=verbose,
+            checkpointer=checkpointer, strategy=strategy, dtype_policy=self.dtype_policy)
+        return self
+
+    def __call__(self, x):
+        """The embedding of a batch x (a tensor), for the affinity."""
+        return self.model_(x)
+
+    def transform(self, X):
+        """The embedding of every row of X (numpy float32, in batches)."""
+        if not hasattr(self, "model_"):
+            raise NotFittedError("This SiameseEmbedding is not fitted yet; call fit first.")
+        return map_batches(self.model_, X)
+
+
+def _is_int(value, low):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
+
+
+def _is_real(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _check_int(name, value, low):
+    if not _is_int(value, low):
+        raise ValueError(f"{name} must be an integer >= {low}, got {name}={value!r}.")
+
+
+def _check_choice(name, value, choices):
+    if not (isinstance(value, str) and value in choices):
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {name}={value!r}.")

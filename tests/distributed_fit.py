@@ -12,17 +12,18 @@ N logical CPU devices; with ``TF_CONFIG`` set, MultiWorkerMirroredStrategy
 import argparse
 import os
 
-from spectralnet_tf import distribute
+from spectralnet_tf import GaussianKNNAffinity, SiameseEmbedding, distribute
 
 #: Variant -> (SpectralNet parameters, whether 3% of the points are labeled).
 VARIANTS = {
     "knn": ({}, False),
     "labels": ({}, True),
-    "normalized-local": ({"laplacian": "normalized", "scale": "local"}, False),
+    "normalized-local": ({"laplacian": "normalized",
+                          "affinity": GaussianKNNAffinity(scale="local")}, False),
     "full": ({"affinity": "full"}, True),
-    "spectral-init": ({"init": "spectral", "scale": "local"}, True),
-    "siamese": ({"affinity_embedding": "siamese", "siamese_hidden_units": (32, 8),
-                 "siamese_max_epochs": 2, "siamese_batch_size": 64}, False),
+    "spectral-init": ({"init": "spectral", "affinity": GaussianKNNAffinity(scale="local")}, True),
+    "siamese": ({"affinity_embedding": SiameseEmbedding(hidden_units=(32, 8), max_epochs=2,
+                                                        batch_size=64)}, False),
 }
 
 parser = argparse.ArgumentParser()

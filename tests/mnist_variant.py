@@ -35,9 +35,8 @@ config = config_for("mnist")
 # A smaller net and fewer Siamese epochs than the main job, for test time.
 # Full passes over the subset's pairs, up to 100 epochs, float32: the settings
 # its thresholds were measured with over seeds and oneDNN settings (issue 12).
-config.update(hidden_units=(256, 256), siamese_max_epochs=20, batch_size=512,
-              siamese_steps_per_epoch=None, max_epochs=100, dtype_policy="float32",
-              siamese_dtype_policy="float32")
+config.update(hidden_units=(256, 256), batch_size=512, max_epochs=100, dtype_policy="float32")
+config["affinity_embedding"].set_params(max_epochs=20, steps_per_epoch=None, dtype_policy="float32")
 if args.init:
     config["init"] = args.init
 net = SpectralNet(k, encoder=encoder, random_state=args.seed, **config).fit(x)

@@ -133,3 +133,31 @@ def test_minibatch_neighbours_are_edges_of_the_full_data_graph():
     # And the scaled graph gives each minibatch point about k neighbours in it.
     in_batch = np.isin(np.array(sorted(full))[:, 1].reshape(n, -1)[batch], batch).sum(axis=1)
     assert abs(in_batch.mean() - k) < 0.5
+
+
+def test_affinities_are_scikit_learn_estimators_whose_fit_sets_only_fitted_state():
+    from sklearn.base import clone
+
+    aff = GaussianKNNAffinity(n_nbrs=4, scale_nbr=2, scale="global")
+    assert aff.get_params() == {"n_nbrs": 4, "scale_nbr": 2, "scale": "global", "embedding": None,
+                                "n_scale_batches": 10}
+    copy = clone(aff).set_params(n_nbrs=6)
+    assert (copy.n_nbrs, aff.n_nbrs) == (6, 4)
+    assert aff.ranks() == {"n_nbrs": 4, "scale_nbr": 2}
+    assert FullGaussianAffinity(scale_nbr=5).ranks() == {"scale_nbr": 5}
+    before = dict(vars(aff))
+    aff.fit(_x(), batch_size=100)
+    assert {k: v for k, v in vars(aff).items() if not k.endswith("_")} == before
+    assert aff.scale_ > 0
+    assert not hasattr(clone(aff), "scale_")  # a clone is unfitted
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(n_scale_batches=0), "n_scale_batches must be an integer >= 1, got n_scale_batches=0"),
+    (dict(scale_nbr=2.5), "scale_nbr=2.5"),
+    (dict(n_nbrs=True), "n_nbrs=True"),
+    (dict(embedding="abs"), "embedding must be None or a callable, got embedding='abs'"),
+])
+def test_check_params_names_the_parameter_before_any_data(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        GaussianKNNAffinity(**kwargs).check_params()

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from spectralnet_tf import SpectralNet, acc, grassmann
+from spectralnet_tf import SiameseEmbedding, SpectralNet, acc, grassmann
 from spectralnet_tf.affinity import GaussianKNNAffinity
 from spectralnet_tf.datasets import load_dataset
 from spectralnet_tf.spectral import spectral_clustering
@@ -96,15 +96,30 @@ def _x(n=200, d=2):
         (_x(), dict(labeled_share=1.5), r"labeled_share must be in \[0, 1\], got labeled_share=1.5"),
         (_x(), dict(labeled_share=True), r"got labeled_share=True"),
         (_x(20), {}, r"needs 10 neighbours.*n_nbrs=10.*n_samples=20 leaves 9 training points beside a hold-out of 11"),
-        (_x(), dict(n_nbrs=3, batch_size=3), r"minibatch has batch_size=3 points"),
-        (_x(), dict(affinity_embedding="siamese", siamese_hidden_units=()),
-         r"siamese_hidden_units=\(\)"),
-        (_x(), dict(affinity_embedding="siamese", siamese_output_activation="sigmoid"),
-         r"siamese_output_activation must be one of .*got siamese_output_activation='sigmoid'"),
+        (_x(), dict(affinity=GaussianKNNAffinity(n_nbrs=3), batch_size=3),
+         r"minibatch has batch_size=3 points"),
+        (_x(), dict(affinity_embedding=SiameseEmbedding(hidden_units=())),
+         r"affinity_embedding=SiameseEmbedding\(hidden_units=\(\)\): .*got hidden_units=\(\)"),
+        (_x(), dict(affinity_embedding=SiameseEmbedding(output_activation="sigmoid")),
+         r"output_activation must be one of .*got output_activation='sigmoid'"),
         (_x(), dict(dtype_policy="float16"),
          r"dtype_policy must be one of \('float32', 'mixed_bfloat16'\), got dtype_policy='float16'"),
-        (_x(), dict(affinity_embedding="siamese", siamese_dtype_policy="bfloat16"),
-         r"siamese_dtype_policy must be one of .*got siamese_dtype_policy='bfloat16'"),
+        (_x(), dict(affinity_embedding=SiameseEmbedding(dtype_policy="bfloat16")),
+         r"dtype_policy must be one of .*got dtype_policy='bfloat16'"),
+        (_x(), dict(affinity=GaussianKNNAffinity(n_nbrs=0)),
+         r"affinity=GaussianKNNAffinity\(n_nbrs=0\): n_nbrs must be an integer >= 1, got n_nbrs=0"),
+        (_x(), dict(affinity=GaussianKNNAffinity(scale="median")),
+         r"affinity=GaussianKNNAffinity\(scale='median'\): scale must be one of .*'median'"),
+        (_x(), dict(affinity=object()), r"affinity must be one of \('knn', 'full'\) or an affinity "
+                                        r"object .*got affinity=<object object"),
+        (_x(), dict(affinity_embedding="pca"), r"affinity_embedding must be None, 'siamese', a "
+                                               r"SiameseEmbedding or a callable, got "
+                                               r"affinity_embedding='pca'"),
+        (_x(), dict(affinity_embedding=3), r"got affinity_embedding=3"),
+        (_x(), dict(affinity=GaussianKNNAffinity(embedding=np.abs), affinity_embedding="siamese"),
+         r"affinity has an embedding of its own and affinity_embedding is set too"),
+        (_x(), dict(hidden_units="big"), r"hidden_units must be 'auto' or .*got hidden_units='big'"),
+        (_x(), dict(max_epochs="many"), r"max_epochs must be an integer >= 1, got max_epochs='many'"),
     ],
 )
 def test_bad_input_gets_a_clear_value_error(X, kwargs, match):
@@ -253,9 +268,9 @@ def test_groups_reach_the_siamese_pairs_aligned_with_the_training_rows(monkeypat
         return real(z, *args, groups=groups, **kwargs)
 
     monkeypatch.setattr(siamese, "make_pairs", spy)
-    SpectralNet(2, affinity_embedding="siamese", hidden_units=(8,), max_epochs=1,
-                steps_per_epoch=2, batch_size=32, siamese_hidden_units=(8, 4),
-                siamese_max_epochs=1, siamese_steps_per_epoch=2, random_state=0).fit(
-        x, groups=groups)
+    SpectralNet(2, hidden_units=(8,), max_epochs=1, steps_per_epoch=2, batch_size=32,
+                affinity_embedding=SiameseEmbedding(hidden_units=(8, 4), max_epochs=1,
+                                                    steps_per_epoch=2),
+                random_state=0).fit(x, groups=groups)
     assert len(seen["z"]) == 180  # the training nine tenths
     np.testing.assert_array_equal(seen["z"][:, 0], seen["groups"])

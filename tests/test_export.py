@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from spectralnet_tf import SpectralNet
+from spectralnet_tf import GaussianKNNAffinity, SiameseEmbedding, SpectralNet
 from spectralnet_tf.autoencoder import load_encoder
 from spectralnet_tf.datasets import load_dataset
 from spectralnet_tf.networks import build_spectralnet
@@ -257,13 +257,18 @@ def test_estimator_save_load_round_trip(fitted, tmp_path):
 
 def test_round_trip_keeps_encoder_and_siamese_and_refits_the_same(tmp_path):
     x = np.random.default_rng(1).uniform(size=(400, 784)).astype(np.float32)
-    params = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=5, n_nbrs=5, scale_nbr=2,
-                  affinity_embedding="siamese", siamese_hidden_units=(16, 4),
-                  siamese_max_epochs=2, random_state=0)
+    params = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=5,
+                  affinity=GaussianKNNAffinity(n_nbrs=5, scale_nbr=2),
+                  affinity_embedding=SiameseEmbedding(hidden_units=(16, 4), max_epochs=2),
+                  random_state=0)
     net = SpectralNet(3, encoder=load_encoder(MNIST_AE), **params).fit(x)
     loaded = SpectralNet.load(net.save(str(tmp_path / "est")))
     _assert_same_fitted_state(loaded, net, x)
     assert loaded.siamese_history_ == net.siamese_history_
+    for part in ("affinity", "affinity_embedding"):  # the same class and parameters
+        assert type(loaded.get_params()[part]) is type(net.get_params()[part])
+        assert loaded.get_params()[part].get_params() == net.get_params()[part].get_params()
+    assert loaded.affinity_embedding_.history_ == net.affinity_embedding_.history_
     codes = net.encoder.predict(x[:50], verbose=0)
     np.testing.assert_array_equal(loaded.encoder.predict(x[:50], verbose=0), codes)
     np.testing.assert_array_equal(np.asarray(loaded.siamese_(codes)), np.asarray(net.siamese_(codes)))
@@ -277,9 +282,9 @@ def test_round_trip_keeps_encoder_and_siamese_and_refits_the_same(tmp_path):
 def test_mixed_bfloat16_estimator_round_trips_and_exports_float32(tmp_path):
     x, _, k = load_dataset("moons", n=400)
     net = SpectralNet(k, hidden_units=(32, 32), max_epochs=2, steps_per_epoch=5, random_state=0,
-                      dtype_policy="mixed_bfloat16", affinity_embedding="siamese",
-                      siamese_hidden_units=(16, 4), siamese_max_epochs=2,
-                      siamese_dtype_policy="mixed_bfloat16").fit(x)
+                      dtype_policy="mixed_bfloat16",
+                      affinity_embedding=SiameseEmbedding(hidden_units=(16, 4), max_epochs=2,
+                                                          dtype_policy="mixed_bfloat16")).fit(x)
     assert net.siamese_.layers[0].compute_dtype == "bfloat16"
     loaded = SpectralNet.load(net.save(str(tmp_path / "est")))
     assert loaded.get_params()["dtype_policy"] == "mixed_bfloat16"
@@ -300,3 +305,75 @@ def test_mixed_bfloat16_estimator_round_trips_and_exports_float32(tmp_path):
     assert 0 < rounding < 0.05
     assert np.abs(served["embedding"].numpy() - eager).max() <= 2 * rounding
     np.testing.assert_array_equal(served["cluster"].numpy(), net.predict(x))
+
+
+def _as_format_2(path, flat):
+    """Rewrite a fresh save's estimator.json as format 2 wrote it: the
+    estimator's parameters flat (``n_nbrs``, ``scale_nbr``, ``scale``,
+    ``siamese_*``, ``neighbors``), tuples as lists."""
+    state_file = os.path.join(path, "estimator.json")
+    with open(state_file) as f:
+        state = json.load(f)
+    state["format"] = 2
+    state["params"] = flat
+    with open(state_file, "w") as f:
+        json.dump(state, f)
+
+
+def test_a_format_2_save_loads_into_the_objects_and_refits_as_it_was_trained(tmp_path):
+    x, _, k = load_dataset("moons", n=400)
+    net = SpectralNet(k, hidden_units=(16,), max_epochs=2, steps_per_epoch=5, batch_size=128,
+                      affinity=GaussianKNNAffinity(n_nbrs=6, scale_nbr=2, scale="local"),
+                      affinity_embedding=SiameseEmbedding(
+                          hidden_units=(8, 4), n_nbrs=3, batch_size=64, max_epochs=2,
+                          steps_per_epoch=3, neighbors="exact"),
+                      random_state=0).fit(x)
+    path = net.save(str(tmp_path / "v2"))
+    # Every parameter of the format-2 SpectralNet, as its save_estimator wrote them.
+    _as_format_2(path, {
+        "n_clusters": k, "hidden_units": [16], "output_activation": "tanh", "affinity": "knn",
+        "n_nbrs": 6, "scale_nbr": 2, "scale": "local", "laplacian": "unnormalized",
+        "batch_size": 128, "ortho_batch_size": None, "learning_rate": 0.001, "patience": 10,
+        "min_lr": 1e-08, "max_epochs": 2, "steps_per_epoch": 5, "gradient": "projected",
+        "init": "random", "dtype_policy": "float32", "validation_fraction": 0.1,
+        "label_weight": 1.0, "labeled_share": 0.0, "affinity_embedding": "siamese",
+        "encoder": None, "siamese_hidden_units": [8, 4], "siamese_output_activation": "linear",
+        "siamese_n_nbrs": 3, "siamese_positives_per_point": None, "siamese_batch_size": 64,
+        "siamese_learning_rate": 0.001, "siamese_max_epochs": 2, "siamese_steps_per_epoch": 3,
+        "siamese_dtype_policy": "float32", "neighbors": "exact", "checkpoint_dir": None,
+        "distribute": None, "random_state": 0, "verbose": 0})
+    loaded = SpectralNet.load(path)
+    _assert_same_fitted_state(loaded, net, x)
+    assert loaded.affinity.get_params() == net.affinity.get_params()
+    assert loaded.affinity_embedding.get_params() == net.affinity_embedding.get_params()
+    assert loaded.hidden_units == (16,) and loaded.max_epochs == 2
+    np.testing.assert_array_equal(np.asarray(loaded.affinity_(x[:20])), np.asarray(net.affinity_(x[:20])))
+    # A refit trains exactly as the original's (the format-2 settings, moved into the objects).
+    np.testing.assert_array_equal(loaded.fit(x).embedding_, net.fit(x).embedding_)
+
+
+@pytest.mark.parametrize("version", [1, 99, None])
+def test_an_unreadable_format_fails_in_one_line_naming_it(fitted, tmp_path, version):
+    net, _ = fitted
+    path = net.save(str(tmp_path / "old"))
+    state_file = os.path.join(path, "estimator.json")
+    state = json.load(open(state_file))
+    state["format"] = version
+    json.dump(state, open(state_file, "w"))
+    with pytest.raises(ValueError) as err:
+        SpectralNet.load(path)
+    message = str(err.value)
+    assert "\n" not in message
+    assert f"was saved in format {version!r}; this version reads formats 2, 3" in message
+    assert "fit it again" in message
+
+
+def test_the_saved_parameters_are_json_with_the_parts_by_class(tmp_path):
+    x, _, k = load_dataset("moons", n=300)
+    net = SpectralNet(k, hidden_units=(8,), max_epochs=1, steps_per_epoch=2, random_state=0,
+                      affinity=GaussianKNNAffinity(n_nbrs=4, scale="local")).fit(x)
+    state = json.load(open(os.path.join(net.save(str(tmp_path / "s")), "estimator.json")))
+    assert state["format"] == 3
+    assert state["params"]["affinity"] == {"class": "GaussianKNNAffinity", "params": {
+        "n_nbrs": 4, "scale_nbr": 3, "scale": "local", "n_scale_batches": 10}}
+    assert state["params"]["affinity_embedding"] is None

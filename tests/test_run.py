@@ -1,4 +1,4 @@
-"""The spectralnet command (scripts/run.py) end to end on a small budget."""
+"""The paper reproduction (scripts/run.py) end to end on a small budget."""
 
 import json
 
@@ -42,15 +42,17 @@ def test_run_writes_results_and_plots(tmp_path):
 def test_paper_preset_is_appendix_c_and_flags_still_override():
     config = cli.build_config(cli.parse_args(["--dset", "mnist", "--preset", "paper"]))
     # Tables 3 and 4, Appendix C (MNIST).
+    siamese, affinity = config["affinity_embedding"], config["affinity"]
     assert config["hidden_units"] == (1024, 1024, 512) and config["output_activation"] == "tanh"
-    assert config["siamese_hidden_units"] == (1024, 1024, 512, 10)
-    assert config["siamese_output_activation"] == "relu" and config["siamese_n_nbrs"] == 2
-    assert (config["n_nbrs"], config["scale_nbr"], config["scale"]) == (2, 1, "global")
-    assert (config["batch_size"], config["ortho_batch_size"], config["siamese_batch_size"]) == (1024, 1024, 128)
-    assert config["learning_rate"] == config["siamese_learning_rate"] == 1e-3
+    assert siamese.hidden_units == (1024, 1024, 512, 10)
+    assert siamese.output_activation == "relu" and siamese.n_nbrs == 2
+    assert (affinity.n_nbrs, affinity.scale_nbr, affinity.scale) == (2, 1, "global")
+    assert (config["batch_size"], config["ortho_batch_size"], siamese.batch_size) == (1024, 1024, 128)
+    assert config["learning_rate"] == siamese.learning_rate == 1e-3
     assert config["patience"] == 10 and config["min_lr"] == 1e-8 and config["init"] == "random"
+    assert (siamese.patience, siamese.min_lr) == (10, 1e-8)  # the paper's, for both nets
     over = cli.build_config(cli.parse_args(["--dset", "mnist", "--preset", "paper", "--n-nbrs", "5"]))
-    assert over["n_nbrs"] == 5 and over["scale_nbr"] == 1
+    assert over["affinity"].n_nbrs == 5 and over["affinity"].scale_nbr == 1
     # Without the preset, this package's MNIST config.
     assert cli.build_config(cli.parse_args(["--dset", "mnist"]))["output_activation"] == "linear"
 
@@ -60,20 +62,28 @@ def test_flags_override_the_dataset_config():
         ["--dset", "mnist", "--siamese-nbrs", "3", "--siamese-epochs", "7",
          "--siamese-steps-per-epoch", "9", "--dtype-policy", "mixed_bfloat16",
          "--siamese-dtype-policy", "mixed_bfloat16"]))
-    assert config["siamese_n_nbrs"] == 3 and config["siamese_max_epochs"] == 7
-    assert config["siamese_steps_per_epoch"] == 9
-    assert config["dtype_policy"] == config["siamese_dtype_policy"] == "mixed_bfloat16"
-    assert cli.build_config(cli.parse_args(["--dset", "mnist"]))["siamese_n_nbrs"] == 5
+    siamese = config["affinity_embedding"]
+    assert siamese.n_nbrs == 3 and siamese.max_epochs == 7
+    assert siamese.steps_per_epoch == 9
+    assert config["dtype_policy"] == siamese.dtype_policy == "mixed_bfloat16"
+    assert cli.build_config(cli.parse_args(["--dset", "mnist"]))["affinity_embedding"].n_nbrs == 5
     # Infinite MNIST: MNIST's settings with its epoch lengths as step budgets.
     infi = cli.build_config(cli.parse_args(["--dset", "infimnist"]))
     lean = cli.build_config(cli.parse_args(["--dset", "mnist"]))
-    assert infi == {**lean,
-                    "steps_per_epoch": 61, "siamese_steps_per_epoch": 1107, "max_epochs": 100,
-                    "dtype_policy": "float32", "siamese_dtype_policy": "float32"}
+
+    def flat(config):  # the parts' parameters under nested keys, as get_params(deep=True)
+        return {**{k: v for k, v in config.items() if not hasattr(v, "get_params")},
+                **{f"{k}__{p}": w for k, v in config.items() if hasattr(v, "get_params")
+                   for p, w in v.get_params().items()}}
+
+    assert flat(infi) == {**flat(lean),
+                          "steps_per_epoch": 61, "affinity_embedding__steps_per_epoch": 1107,
+                          "max_epochs": 100, "dtype_policy": "float32",
+                          "affinity_embedding__dtype_policy": "float32"}
     # MNIST's own lean budgets (issue 14): quarter passes of Siamese pairs, at
     # most 30 SpectralNet epochs, bfloat16 hidden layers.
-    assert (lean["siamese_steps_per_epoch"], lean["max_epochs"]) == (277, 30)
-    assert lean["dtype_policy"] == lean["siamese_dtype_policy"] == "mixed_bfloat16"
+    assert (lean["affinity_embedding"].steps_per_epoch, lean["max_epochs"]) == (277, 30)
+    assert lean["dtype_policy"] == lean["affinity_embedding"].dtype_policy == "mixed_bfloat16"
 
 
 def test_exact_knn_reports_the_plain_graph_and_a_time_limit_passed(tmp_path, monkeypatch):

@@ -72,7 +72,7 @@ def test_settings_that_do_not_touch_the_hold_out_give_the_same_validation_loss(b
 def test_the_eigengap_is_the_normalized_laplacians_relative_gap(blobs):
     x, y = blobs
     search = UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0, **FAST),
-                                {"n_nbrs": [5, 10]}, criterion="eigengap").fit(x)
+                                {"affinity__n_nbrs": [5, 10]}, criterion="eigengap").fit(x)
     criterion = Eigengap()
     criterion.prepare(x, np.random.default_rng(0))  # the subsample the search scored
     w = search.best_estimator_.affinity_.graph(criterion.subset_)
@@ -93,13 +93,13 @@ def test_a_graph_in_more_than_k_pieces_has_no_eigengap():
 
 
 @pytest.mark.parametrize("grid, criterion, message", [
-    ({"n_nbrs": [5, 10]}, "val_loss",
+    ({"affinity__n_nbrs": [5, 10]}, "val_loss",
      "criterion='val_loss' compares the validation loss of trials that share the affinity, "
-     "the loss and the hold-out, but the search varies ['n_nbrs']"),
+     "the loss and the hold-out, but the search varies ['affinity__n_nbrs']"),
     ({"random_state": [0, 1]}, "eigengap", "param_grid must not vary 'random_state'"),
     ({"learning_rate": [1e-3]}, "loss", "criterion must be one of ['eigengap', 'val_loss']"),
     ({"gradient": ["plain", "projected"]}, "val_loss", "but the search varies ['gradient']"),
-    ({"n_nbrs": [5, 10], "learning_rate": [1e-3, 1e-2]}, "eigengap",
+    ({"affinity__n_nbrs": [5, 10], "learning_rate": [1e-3, 1e-2]}, "eigengap",
      "criterion='eigengap' scores the affinity alone, so it cannot choose ['learning_rate']"),
 ])
 def test_bad_searches_are_refused_before_any_fit(blobs, grid, criterion, message):
@@ -129,7 +129,7 @@ def test_val_loss_refuses_a_siamese_net_trained_per_trial(blobs):
 
 def test_a_single_value_is_not_a_varied_parameter(blobs):
     search = UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0, **FAST),
-                                {"n_nbrs": [10], "learning_rate": [1e-3, 1e-2]}).fit(blobs[0])
+                                {"affinity__n_nbrs": [10], "learning_rate": [1e-3, 1e-2]}).fit(blobs[0])
     assert len(search.trials_) == 2
 
 

@@ -138,3 +138,38 @@ def test_groups_add_one_positive_with_another_member_for_each_grouped_point():
     with pytest.raises(ValueError, match=r"groups must hold integer ids, got dtype=float64 "
                                          r"\(e.g. groups\[0\]=0.5\)"):
         check_groups(np.full(len(x), 0.5), len(x))
+
+
+def test_siamese_embedding_fits_the_same_net_as_fit_siamese_and_embeds_with_it():
+    from sklearn.base import clone
+
+    from spectralnet_tf.siamese import SiameseEmbedding, fit_siamese
+
+    x, _ = _blobs()
+    emb = SiameseEmbedding(hidden_units=(16, 4), n_nbrs=3, batch_size=64, max_epochs=2,
+                           steps_per_epoch=3, patience=4, neighbors="exact")
+    assert clone(emb).get_params() == emb.get_params()
+    fitted = clone(emb).fit(x, seed=1)
+    assert not hasattr(emb, "model_")  # the copy was fitted, not emb
+    net, history = fit_siamese(x, hidden_units=(16, 4), n_nbrs=3, batch_size=64, max_epochs=2,
+                               steps_per_epoch=3, patience=4, neighbors="exact", seed=1)
+    assert fitted.history_["loss"] == history["loss"]
+    np.testing.assert_array_equal(fitted.transform(x), net.predict(x, verbose=0))
+    np.testing.assert_array_equal(np.asarray(fitted(x[:5])), np.asarray(net(x[:5])))
+
+
+def test_siamese_embedding_names_a_bad_parameter():
+    import pytest
+
+    from spectralnet_tf.siamese import SiameseEmbedding
+
+    for kwargs, match in [
+        (dict(hidden_units=()), r"hidden_units=\(\)"),
+        (dict(output_activation="sigmoid"), r"output_activation must be one of .*'sigmoid'"),
+        (dict(positives_per_point=0), r"positives_per_point=0"),
+        (dict(learning_rate=0), r"learning_rate must be a number > 0, got learning_rate=0"),
+        (dict(neighbors="faiss"), r"neighbors must be one of .*got neighbors='faiss'"),
+        (dict(dtype_policy="bfloat16"), r"dtype_policy must be one of .*'bfloat16'"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            SiameseEmbedding(**kwargs).check_params()

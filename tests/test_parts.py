@@ -1,0 +1,169 @@
+"""The estimator's parts as objects: the affinity and the Siamese embedding are
+scikit-learn estimators in the ``get_params`` sense, reached from SpectralNet
+with nested keys; fit never changes them; the "auto" defaults follow a stated
+rule from n and the input width."""
+
+import inspect
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import ParameterGrid
+
+from spectralnet_tf import (FullGaussianAffinity, GaussianKNNAffinity, SiameseEmbedding,
+                            SpectralNet)
+from spectralnet_tf.estimator import auto_hidden_units, auto_max_epochs
+
+
+def _x(n=300, d=2, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, d)).astype(np.float32)
+
+
+FAST = dict(hidden_units=(8,), max_epochs=1, steps_per_epoch=2, random_state=0)
+
+
+def test_init_has_at_most_25_parameters_and_only_stores_them():
+    params = inspect.signature(SpectralNet.__init__).parameters
+    assert len(params) - 1 <= 25  # self
+    aff = GaussianKNNAffinity(n_nbrs=-1)
+    net = SpectralNet(affinity=aff, affinity_embedding="bogus")
+    assert net.affinity is aff and net.affinity_embedding == "bogus"
+
+
+def test_get_params_reaches_the_parts_and_clone_copies_them():
+    aff = GaussianKNNAffinity(n_nbrs=7, scale_nbr=4, scale="local")
+    emb = SiameseEmbedding(hidden_units=(32, 4), max_epochs=9)
+    net = SpectralNet(3, affinity=aff, affinity_embedding=emb)
+    deep = net.get_params(deep=True)
+    assert deep["affinity__n_nbrs"] == 7 and deep["affinity__scale"] == "local"
+    assert deep["affinity_embedding__max_epochs"] == 9
+    assert deep["affinity_embedding__hidden_units"] == (32, 4)
+    twin = clone(net)
+    assert twin.affinity is not aff and twin.affinity.get_params() == aff.get_params()
+    assert twin.affinity_embedding is not emb
+    assert twin.affinity_embedding.get_params() == emb.get_params()
+
+
+def test_nested_set_params_copies_the_part_and_leaves_the_given_object_alone():
+    aff = GaussianKNNAffinity(n_nbrs=7)
+    net = SpectralNet(affinity=aff)
+    assert net.set_params(affinity__n_nbrs=5) is net
+    assert net.affinity.n_nbrs == 5 and aff.n_nbrs == 7
+    assert net.get_params()["affinity__n_nbrs"] == 5
+    # Flat and nested keys at once: the flat one first.
+    net.set_params(affinity=FullGaussianAffinity(), affinity__scale="local", batch_size=64)
+    assert isinstance(net.affinity, FullGaussianAffinity) and net.affinity.scale == "local"
+    assert net.batch_size == 64
+
+
+def test_nested_keys_on_a_name_use_the_object_it_names():
+    net = SpectralNet(affinity_embedding="siamese").set_params(affinity__n_nbrs=5,
+                                                               affinity_embedding__max_epochs=3)
+    assert type(net.affinity) is GaussianKNNAffinity
+    assert net.affinity.get_params() == GaussianKNNAffinity(n_nbrs=5).get_params()
+    assert net.affinity_embedding.get_params() == SiameseEmbedding(max_epochs=3).get_params()
+    full = SpectralNet(affinity="full").set_params(affinity__scale_nbr=4)
+    assert type(full.affinity) is FullGaussianAffinity and full.affinity.scale_nbr == 4
+
+
+def test_nested_keys_without_an_object_are_named_in_the_error():
+    with pytest.raises(ValueError, match=r"affinity_embedding__max_epochs: nested parameters need "
+                                         r"affinity_embedding to be an object .*got "
+                                         r"affinity_embedding=None"):
+        SpectralNet().set_params(affinity_embedding__max_epochs=3)
+    with pytest.raises(ValueError, match=r"Invalid parameter 'n_nbrs' for estimator "
+                                         r"FullGaussianAffinity"):
+        SpectralNet(affinity="full").set_params(affinity__n_nbrs=3)
+
+
+def test_fit_honours_nested_parameters_and_never_fits_the_given_objects():
+    aff = GaussianKNNAffinity(n_nbrs=8, scale_nbr=2)
+    emb = SiameseEmbedding(hidden_units=(8, 4), max_epochs=1, steps_per_epoch=2)
+    net = SpectralNet(affinity=aff, affinity_embedding=emb, **FAST)
+    net.set_params(affinity__n_nbrs=5, affinity_embedding__n_nbrs=3)
+    net.fit(_x())
+    assert (net.affinity_.n_nbrs, net.affinity_.scale_nbr) == (5, 2)
+    assert net.affinity_ is not net.affinity and net.affinity_.embedding is net.siamese_
+    assert net.affinity_embedding_.n_nbrs == 3 and net.affinity_embedding_.model_ is net.siamese_
+    assert len(net.siamese_history_["loss"]) == 1
+    for given in (aff, emb, net.affinity, net.affinity_embedding):  # never fitted, never changed
+        assert not [k for k in vars(given) if k.endswith("_")]
+    assert (aff.n_nbrs, emb.n_nbrs) == (8, 2)
+    assert net.affinity.embedding is None
+
+
+def test_a_parameter_grid_over_nested_keys_fits_each_setting():
+    base = SpectralNet(affinity=GaussianKNNAffinity(scale_nbr=2), **FAST)
+    seen = []
+    for setting in ParameterGrid({"affinity__n_nbrs": [4, 6], "affinity__scale": ["global",
+                                                                                  "local"]}):
+        net = clone(base).set_params(**setting).fit(_x())  # as GridSearchCV does
+        seen.append((net.affinity_.n_nbrs, net.affinity_.scale))
+        assert (net.affinity_.scale_ is None) == (setting["affinity__scale"] == "local")
+    assert sorted(seen) == [(4, "global"), (4, "local"), (6, "global"), (6, "local")]
+    assert base.affinity.get_params() == GaussianKNNAffinity(scale_nbr=2).get_params()
+
+
+def test_a_callable_embedding_is_used_as_it_is():
+    double = lambda z: 2 * z  # noqa: E731
+    net = SpectralNet(affinity_embedding=double, **FAST).fit(_x())
+    assert net.affinity_embedding_ is double and net.affinity_.embedding is double
+    assert not hasattr(net, "siamese_")
+
+
+# -- the defaults rule ----------------------------------------------------------
+
+@pytest.mark.parametrize("n, d, units", [
+    (1500, 2, (256, 256, 128)),      # the illustrative sets' net
+    (1797, 64, (512, 512, 256)),     # digits
+    (70000, 784, (1024, 1024, 512)),  # raw MNIST: the paper's net
+    (70000, 10, (256, 256, 128)),    # MNIST codes (the MNIST config sets the paper's net)
+    (10**6, 100000, (1024, 1024, 512)),  # capped
+    (200, 2, (64, 64, 32)),          # small n: no wider than the power of two >= n/4
+    (50, 500, (32, 32, 16)),         # the narrowest
+])
+def test_auto_hidden_units_follow_the_input_width_and_n(n, d, units):
+    assert auto_hidden_units(n, d) == units
+
+
+def test_auto_max_epochs_give_a_fixed_iteration_budget_within_bounds():
+    assert auto_max_epochs(50) == 50      # small data: the 50-step floor
+    assert auto_max_epochs(61) == 41      # MNIST-sized epochs
+    assert auto_max_epochs(1000) == 20    # large data: 20 passes at least
+    assert auto_max_epochs(1) == 100      # at most 100
+
+
+def test_the_plan_resolves_auto_values_and_keeps_explicit_ones():
+    auto = SpectralNet(2).plan(1000, 2)
+    assert auto.hidden_units == (256, 256, 128) and auto.max_epochs == 50
+    assert (auto.n_val, auto.n_train, auto.batch_size, auto.steps_per_epoch) == (100, 900, 900, 50)
+    explicit = SpectralNet(2, hidden_units=(1024, 1024, 512), max_epochs=100).plan(1000, 2)
+    assert explicit.hidden_units == (1024, 1024, 512) and explicit.max_epochs == 100
+    big = SpectralNet(10, batch_size=1024).plan(70000, 784)
+    assert (big.steps_per_epoch, big.max_epochs, big.hidden_units) == (61, 41, (1024, 1024, 512))
+    assert isinstance(auto.affinity, GaussianKNNAffinity) and auto.affinity_embedding is None
+    assert isinstance(SpectralNet(affinity_embedding="siamese").plan(1000, 2).affinity_embedding,
+                      SiameseEmbedding)
+
+
+def test_a_default_fit_trains_the_planned_net_for_the_planned_epochs():
+    x = _x(400)
+    net = SpectralNet(2, random_state=0, max_epochs=2).fit(x)  # epochs cut for test time
+    plan = net.plan(400, 2)
+    assert plan.hidden_units == (128, 128, 64)
+    dense = [layer.units for layer in net.model_.layers if hasattr(layer, "units")]
+    assert dense[:3] == [128, 128, 64]
+    assert len(net.history_["loss"]) == 2 and net.history_["iteration"][-1] == 2 * 50
+
+
+def test_the_illustrative_configs_get_the_net_they_set_before():
+    from harness.configs import config_for
+    from spectralnet_tf.datasets import load_dataset
+
+    for name, units in [("cc", (256, 256, 128)), ("moons", (256, 256, 128)),
+                        ("circles", (256, 256, 128)), ("noisy_circles", (256, 256, 128)),
+                        ("rings", (256, 256, 128)), ("spirals", (256, 256, 128)),
+                        ("rings3d", (256, 256, 128)), ("digits", (512, 512, 256))]:
+        x, _, k = load_dataset(name)
+        plan = SpectralNet(k, **config_for(name)).plan(*x.shape)
+        assert (plan.hidden_units, plan.max_epochs) == (units, 100), name
