@@ -8,7 +8,7 @@ the marked blocks of BENCHMARKS.md and README.md.
     python scripts/bench.py run -- --dset mnist   # scripts/run.py phases, wall time, peak RSS
     python scripts/bench.py serve --model export/mnist/1   # SavedModel throughput
     python scripts/bench.py reuters-scale     # run.py --dset reuters peak RSS as n grows
-    python scripts/bench.py scale --sizes 70000 250000 1000000   # infinite MNIST (issue 14)
+    python scripts/bench.py scale --sizes 70000 250000 1000000   # infinite MNIST
     python scripts/bench.py kmeans-sample     # k-means fitted on a sample vs all, 1M codes
     python scripts/bench.py profile           # where a spectral step's time goes; float32 vs bf16
     python scripts/bench.py report            # = scripts/report.py: BENCHMARKS.md from the records
@@ -146,7 +146,7 @@ def bench_matmul(args, command):
 def bench_run(args, command):
     from . import reproduce as cli
 
-    rate = matmul_rate()  # in the same process: the unit of issue 14's time targets
+    rate = matmul_rate()  # in the same process: time targets are stated at a matmul rate
     r = cli.run_command(args.rest)
     s = r["seconds"]
     phases = ", ".join(f"{k} {v:.0f}s" for k, v in s.items() if k != "total")
@@ -254,8 +254,8 @@ def bench_reuters_scale(args, command):
 #: run.py flags of every ``scale`` run: 10,000 fresh digits scored, exact
 #: spectral clustering of the kNN graph of all n points, no plots.
 SCALE_RUN = ["--dset", "infimnist", "--split", "--exact-knn", "--no-plots", "--quiet"]
-#: ``scale --acceptance``: run.py as issue 14's acceptance check runs it
-#: (``--export DIR --out DIR2`` added), so its time is the issue's end to end.
+#: ``scale --acceptance``: run.py as the scale acceptance check runs it
+#: (``--export DIR --out DIR2`` added), so its time is that check's end to end.
 ACCEPTANCE_RUN = ["--dset", "infimnist", "--seed", "0"]
 
 
@@ -375,7 +375,7 @@ def main(argv=None):
     p.add_argument("--one", type=int, help="scale: run this one size in this process; "
                    "kmeans-sample: the number of digits (default 1000000)")
     p.add_argument("--acceptance", action="store_true",
-                   help="scale: run.py as issue 14's acceptance check runs it (--seed 0 "
+                   help="scale: run.py as the scale acceptance check runs it (--seed 0 "
                         "--export, plots; no fresh digits, no exact reference), records "
                         "named accept-nN")
     p.add_argument("--tag", help="scale: records named TAG-nN instead of scale-nN / accept-nN "

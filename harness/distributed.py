@@ -42,7 +42,6 @@ def measure(args):
     from spectralnet_tf import distribute
 
     strategy = distribute.strategy_for(args.devices)  # before any TensorFlow op
-    import tensorflow as tf
 
     from spectralnet_tf.affinity import GaussianKNNAffinity
     from spectralnet_tf.networks import build_spectralnet

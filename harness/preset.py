@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""The paper's settings beside ours on the MNIST rows of Table 1 (issue 18): a benchmark.
+"""The paper's settings beside ours on the MNIST rows of Table 1: a benchmark.
 
     python scripts/preset.py run                      # 4 rows x {ours, paper} x seeds 0 1 2
     python scripts/preset.py run --rows code-siamese --configs paper --seeds 0

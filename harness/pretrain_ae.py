@@ -76,16 +76,9 @@ def parse_args(argv=None):
     p.add_argument("--epochs", type=int, default=50)
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
-    p.add_argument("--input-dropout", type=float, default=0.0,
-                   help="denoising: zero this fraction of input values in each batch "
-                        "(0 = plain reconstruction)")
     p.add_argument("--max-shift", type=float, default=0.0,
                    help="MNIST augmentation: move each image by a random offset of up to "
                         "this many pixels along each axis (the committed 60k weights use 2)")
-    p.add_argument("--denoise-deformations", action="store_true",
-                   help="digits: the input is each digit warped afresh each epoch by a "
-                        "deformation of infinite MNIST's law (elastic, affine, translation), "
-                        "the target the digit itself")
     p.add_argument("--invariance-weight", type=float, default=0.0,
                    help="digits: also tie each digit's code to that of the digit warped "
                         "afresh each epoch (infinite MNIST's deformation law), told apart "
@@ -126,22 +119,12 @@ def parse_args(argv=None):
         p.error(f"--temperature must be a finite number > 0, got {args.temperature}.")
     if args.temperature != TEMPERATURE and not args.invariance_weight:
         p.error(f"--temperature {args.temperature} is NT-Xent's; it needs --invariance-weight.")
-    if args.invariance_weight and args.input_dropout:
-        p.error("--input-dropout and --invariance-weight exclude each other: the deformed "
-                "digits are the second inputs.")
     if args.init_weights is not None and not os.path.isfile(args.init_weights):
         p.error(f"--init-weights {args.init_weights}: no such file.")
-    deforms = [f for f, on in (("--denoise-deformations", args.denoise_deformations),
-                               ("--invariance-weight", args.invariance_weight > 0)) if on]
-    if len(deforms) == 2:
-        p.error("--denoise-deformations and --invariance-weight exclude each other: the "
-                "deformed digits are either the inputs or second views.")
-    if deforms and args.dset == "reuters":
-        p.error(f"{deforms[0]} warps images; --dset {args.dset} has none.")
-    if deforms and not 0 <= args.seed < REDEFORM_KEYS:
-        p.error(f"{deforms[0]} needs --seed in [0, {REDEFORM_KEYS - 1}], got {args.seed}.")
-    if not 0.0 <= args.input_dropout < 1.0:
-        p.error(f"--input-dropout must be in [0, 1), got {args.input_dropout}.")
+    if args.invariance_weight and args.dset == "reuters":
+        p.error(f"--invariance-weight warps images; --dset {args.dset} has none.")
+    if args.invariance_weight and not 0 <= args.seed < REDEFORM_KEYS:
+        p.error(f"--invariance-weight needs --seed in [0, {REDEFORM_KEYS - 1}], got {args.seed}.")
     return args
 
 
@@ -222,10 +205,9 @@ def main(argv=None):
                     "sha256": sha256(args.init_weights)}
     history = train_autoencoder(
         autoencoder, x, epochs=args.epochs, batch_size=args.batch_size,
-        learning_rate=args.lr, input_dropout=args.input_dropout, max_shift=args.max_shift,
+        learning_rate=args.lr, max_shift=args.max_shift,
         image_shape=None if args.dset == "reuters" else MNIST_IMAGE_SHAPE,
-        deform=(partial(redeform, seed=args.seed)
-                if args.denoise_deformations or args.invariance_weight else None),
+        deform=partial(redeform, seed=args.seed) if args.invariance_weight else None,
         invariance_weight=args.invariance_weight, temperature=args.temperature,
         seed=args.seed,
         verbose=0 if args.quiet else 1, checkpointer=checkpointer if chief or args.resume else None,
@@ -245,8 +227,7 @@ def main(argv=None):
         "architecture": "-".join(str(d) for d in (x.shape[1], 500, 500, 2000, 10))
         + f" ReLU, linear code, mirrored decoder, {OUTPUT_ACTIVATION[args.dset] or 'linear'} output",
         "loss": "mse" + (f" + {args.invariance_weight} nt_xent" if args.invariance_weight else ""),
-        "input_dropout": args.input_dropout, "max_shift": args.max_shift,
-        "denoise_deformations": args.denoise_deformations,
+        "max_shift": args.max_shift,
         "invariance_weight": args.invariance_weight,
         "temperature": args.temperature if args.invariance_weight else None,
         "init_weights": init,

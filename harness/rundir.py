@@ -1,4 +1,4 @@
-"""Run directories of ``spectralnet`` (``scripts/run.py``): claimed by one process at
+"""Run directories of the paper reproduction (``scripts/run.py``): claimed by one process at
 a time, never overwritten silently, and resumable.
 
 A run directory holds ``args.json`` (the command-line arguments), ``.lock``
@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 
-from .atomic import atomic_file
+from spectralnet_tf.atomic import atomic_file
 
 ARGS, LOCK, RESULTS, CHECKPOINTS = "args.json", ".lock", "results.json", "checkpoints"
 

@@ -5,7 +5,7 @@
     python scripts/vc_check.py --m 2 3 4 --sigmas 0.3 0.5 1.0 --no-record
 
 For each m and each of the 2^m dichotomies of m grid points, builds the
-paper's n = 10m points (Lemma C.1, ``spectralnet_tf.vc``), takes the Fiedler
+paper's n = 10m points (Lemma C.1, ``harness.vc_construction``), takes the Fiedler
 vector of their full Gaussian affinity and counts the dichotomies that its
 sign realizes. With sigma from the proof's bound every one should be. The
 ``--sigmas`` rows use one fixed sigma for all dichotomies: too large a
@@ -64,7 +64,7 @@ def main(argv=None):
     if bad:
         p.error(f"--sigmas values must be > 0, got {bad[0]}")
 
-    from spectralnet_tf import vc
+    from . import vc_construction as vc
 
     rows = []
     for m in args.m:

@@ -2,4 +2,4 @@
 from harness.distributed import main
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

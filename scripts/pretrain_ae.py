@@ -2,4 +2,4 @@
 from harness.pretrain_ae import main
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -2,4 +2,4 @@
 from harness.semisup import main
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -153,14 +153,6 @@ def load_encoder(path):
     return encoder
 
 
-def mask_inputs(batch, rate, generator):
-    """Denoising corruption: zero each input value with probability ``rate`` and
-    scale the rest by 1 / (1 - rate), so the mean input is unchanged and the
-    encoder sees clean inputs of the same scale after training."""
-    keep = tf.cast(generator.uniform(tf.shape(batch)) >= rate, batch.dtype)
-    return batch * keep / (1.0 - rate)
-
-
 def translate_images(batch, max_shift, generator, image_shape):
     """Augmentation for images stored as flat rows: move each image by its own
     random offset, uniform in [-max_shift, max_shift] pixels along each axis
@@ -180,7 +172,7 @@ def translate_images(batch, max_shift, generator, image_shape):
 
 
 def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rate=1e-3,
-                      input_dropout=0.0, max_shift=0.0, image_shape=None, deform=None,
+                      max_shift=0.0, image_shape=None, deform=None,
                       invariance_weight=0.0, temperature=0.5,
                       validation_fraction=0.01, seed=0, verbose=1, checkpointer=None,
                       strategy=None):
@@ -189,37 +181,30 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
 
     With ``max_shift`` > 0 (rows of x are images of ``image_shape``) each batch
     is first moved by ``translate_images``, and the moved images are both
-    input and target: more handwriting positions to learn from. With
-    ``input_dropout`` > 0 it is a denoising autoencoder: the input is
-    corrupted by ``mask_inputs`` and the uncorrupted batch is the target.
-    With ``deform`` (a function ``(x, epoch) -> x`` with each row deformed,
-    epochs from 0, deterministic in its arguments so that a resumed run and
-    every worker draw the same; e.g. ``infimnist.redeform``) it denoises
-    deformations: each epoch's inputs are ``deform(x, epoch)``, new ones each
-    epoch, and the targets x itself, so the code learns to leave the
-    deformations out; with ``max_shift`` an input and its target are moved
-    together. The training loss is then that of deformed inputs. With
-    ``deform`` and ``invariance_weight`` > 0 the deformed rows are second
-    views instead: the autoencoder reconstructs x itself, and the loss adds
-    ``invariance_weight`` times ``losses.nt_xent`` (at ``temperature``) of
-    each row's code against its deformed view's code, the batch's other
-    codes being the ones to tell it from, so codes learn to leave the
-    deformations out while keeping the digits apart; with ``max_shift`` the
-    two views move by offsets of their own, and under a strategy each code
-    is still told apart from the whole global batch's; ``input_dropout``
-    is refused with it. It holds
-    a second copy of x, and ``deform`` runs before each epoch, not beside it.
-    Each epoch is one compiled ``tf.function``; with
-    a ``checkpointer`` every epoch is saved and an interrupted run resumes with
-    the same weights, optimizer state, shuffling and augmentation stream. The
-    validation loss (on a random ``validation_fraction`` of x, also trained on;
-    neither shifted nor corrupted) is reported only. With a ``tf.distribute``
+    input and target: more handwriting positions to learn from.
+
+    With ``invariance_weight`` > 0 and ``deform`` (a function ``(x, epoch) ->
+    x`` with each row deformed, epochs from 0, deterministic in its arguments
+    so that a resumed run and every worker draw the same; e.g.
+    ``infimnist.redeform``) each epoch's deformed rows are second views: the
+    autoencoder reconstructs x itself, and the loss adds ``invariance_weight``
+    times ``losses.nt_xent`` (at ``temperature``) of each row's code against
+    its deformed view's code, the batch's other codes being the ones to tell
+    it from, so codes learn to leave the deformations out while keeping the
+    digits apart. With ``max_shift`` the two views move by offsets of their
+    own; under a strategy each code is still told apart from the whole global
+    batch's. This holds a second copy of x, and ``deform`` runs before each
+    epoch, not beside it.
+
+    Each epoch is one compiled ``tf.function``; with a ``checkpointer`` every
+    epoch is saved and an interrupted run resumes with the same weights,
+    optimizer state, shuffling and augmentation stream. The validation loss
+    (on a random ``validation_fraction`` of x, also trained on; neither
+    shifted nor deformed) is reported only. With a ``tf.distribute``
     ``strategy`` (``autoencoder`` built in its scope) each batch, drawn and
     augmented once, is split over the replicas (``distribute``).
     Returns the history dict."""
     strategy = distribute.get(strategy)
-    if not 0.0 <= input_dropout < 1.0:
-        raise ValueError(f"input_dropout must be in [0, 1), got input_dropout={input_dropout!r}.")
     if max_shift < 0:
         raise ValueError(f"max_shift must be >= 0, got max_shift={max_shift!r}.")
     if max_shift and (image_shape is None or int(np.prod(image_shape)) != np.shape(x)[1]):
@@ -236,34 +221,33 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
     if invariance_weight and deform is None:
         raise ValueError(f"invariance_weight={invariance_weight!r} compares each code with "
                          f"that of a deformed view; it needs deform, got deform=None.")
+    if deform is not None and not invariance_weight:
+        raise ValueError(f"deform gives the second views of the invariance term; it needs "
+                         f"invariance_weight > 0, got invariance_weight={invariance_weight!r}.")
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got temperature={temperature!r}.")
-    if invariance_weight and input_dropout:
-        raise ValueError(f"input_dropout={input_dropout!r} corrupts the inputs of a denoising "
-                         f"autoencoder; with invariance_weight={invariance_weight!r} the "
-                         f"deformed views are the second inputs: use one of them.")
     x = np.asarray(x, dtype=np.float32)
     n = len(x)
     x_all = tf.constant(x)
     val = tf.constant(x[np.random.default_rng(seed).permutation(n)[: max(1, int(validation_fraction * n))]])
     steps = int(np.ceil(n / batch_size))
-    # Each epoch's deformed inputs, set before it (the epoch from the
+    # Each epoch's deformed views, set before it (the epoch from the
     # optimizer's step count, so a resumed run draws the same ones).
-    inputs_all = tf.Variable(x_all, trainable=False) if deform is not None else None
+    views_all = tf.Variable(x_all, trainable=False) if deform is not None else None
     generator = tf.random.Generator.from_seed(seed)
     with strategy.scope():
         optimizer = keras.optimizers.Adam(learning_rate)
         optimizer.build(autoencoder.trainable_variables)
     schedule = PlateauSchedule(optimizer, patience=np.inf)  # constant learning rate
 
-    def mse(inputs, target):
-        return tf.reduce_mean(tf.square(autoencoder(inputs, training=True) - target))
+    def mse(batch):
+        return tf.reduce_mean(tf.square(autoencoder(batch, training=True) - batch))
 
-    def step(inputs, batch):
+    def step(batch):
         rows = tf.shape(batch)[0]
+        local = distribute.local_part(batch)
         with tf.GradientTape() as tape:
-            loss = distribute.replica_share(
-                mse(distribute.local_part(inputs), distribute.local_part(batch)), rows)
+            loss = distribute.replica_share(mse(local), rows)
         grads = tape.gradient(loss, autoencoder.trainable_variables)
         optimizer.apply_gradients(zip(grads, autoencoder.trainable_variables))  # summed
         return distribute.all_sum(loss)
@@ -310,42 +294,32 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
         for s in tf.range(steps):
             rows = order[s * batch_size:(s + 1) * batch_size]
             batch = tf.gather(x_all, rows)
-            if deform is None:
-                if max_shift:
-                    batch = translate_images(batch, max_shift, generator, image_shape)
-                inputs = batch
-            else:
-                inputs = tf.gather(inputs_all, rows)
+            if max_shift:
+                batch = translate_images(batch, max_shift, generator, image_shape)
             if invariance_weight:  # deform is set (checked above)
+                views = tf.gather(views_all, rows)
                 if max_shift:  # the second views move by offsets of their own
-                    batch = translate_images(batch, max_shift, generator, image_shape)
-                    inputs = translate_images(inputs, max_shift, generator, image_shape)
-                total += distribute.run(strategy, invariance_step, inputs, batch)
+                    views = translate_images(views, max_shift, generator, image_shape)
+                total += distribute.run(strategy, invariance_step, views, batch)
             else:
-                if deform is not None and max_shift:  # an input and its target move together
-                    both = translate_images(tf.stack([inputs, batch], -1), max_shift,
-                                            generator, image_shape)
-                    inputs, batch = both[..., 0], both[..., 1]
-                if input_dropout:
-                    inputs = mask_inputs(inputs, input_dropout, generator)
-                total += distribute.run(strategy, step, inputs, batch)
+                total += distribute.run(strategy, step, batch)
         return total / steps
 
-    def epoch_with_inputs():
+    def epoch_with_views():
         if deform is not None:
             epoch = int(optimizer.iterations.numpy()) // steps
             deformed = np.asarray(deform(x, epoch), dtype=np.float32)
             if deformed.shape != x.shape:
                 raise ValueError(f"deform must return an array of x's shape {x.shape}, got "
                                  f"shape {deformed.shape} for epoch={epoch}.")
-            inputs_all.assign(deformed)
+            views_all.assign(deformed)
         return run_epoch()
 
     @tf.function
     def validation_loss():
-        return mse(val, val)
+        return mse(val)
 
-    return run_epochs(epoch_with_inputs, validation_loss, schedule, epochs, verbose,
+    return run_epochs(epoch_with_views, validation_loss, schedule, epochs, verbose,
                       name="Autoencoder",
                       checkpointer=checkpointer,
                       objects={"model": list(autoencoder.variables), "optimizer": optimizer,

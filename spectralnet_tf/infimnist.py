@@ -1,4 +1,4 @@
-"""Infinite MNIST (issue 14): MNIST's 70,000 digits, then as many deformed
+"""Infinite MNIST: MNIST's 70,000 digits, then as many deformed
 training digits as asked for, generated on demand and never held whole.
 
 Index ``i < 70,000`` is MNIST digit i (keras order: training, then test).

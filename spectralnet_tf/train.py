@@ -122,9 +122,9 @@ def warm_up(optimizer, learning_rate, steps):
     """Raise the rate linearly to ``learning_rate`` over the first ``steps``
     updates (in a compiled loop, before each one). RMSprop's first updates
     are about 3 learning rates per weight whatever the gradient (its
-    squared-gradient average starts at 0); from a warm start they undo the
-    start (issue 12, MNIST: a start fitted to 0.22 of its subsample's
-    eigenvectors was at 1.22 from all points' after the first epoch)."""
+    squared-gradient average starts at 0); from a warm start those first
+    updates would carry the net far from the eigenvectors it was fitted to
+    before the average settles."""
     done = tf.cast(optimizer.iterations, tf.float32)
     if done < steps:
         optimizer.learning_rate.assign(learning_rate * (done + 1.0) / steps)
@@ -239,7 +239,7 @@ def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnor
 
     Algorithm 1 from random weights can stop on a saddle: one output direction
     splits a cluster while two others stay merged, and the minibatch gradient
-    does not rotate it out before the schedule decays (issue 12). Here the k
+    does not rotate it out before the schedule decays. Here the k
     smallest eigenvectors of the graph SpectralNet's minibatches sample
     (``Affinity.for_full_data``), on a random subsample of
     ``WARM_START_POINTS`` points (at least one minibatch; all of them if

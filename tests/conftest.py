@@ -1,6 +1,5 @@
 import importlib.util
 import os
-import sys
 
 import pytest
 

@@ -11,8 +11,8 @@ import pytest
 import tensorflow as tf
 
 from spectralnet_tf.autoencoder import (build_autoencoder, load_ae_weights, load_encoder,
-                                        mask_inputs, read_ae_weights, save_ae_weights,
-                                        train_autoencoder, translate_images)
+                                        read_ae_weights, save_ae_weights, train_autoencoder,
+                                        translate_images)
 from spectralnet_tf.checkpoint import Checkpointer
 from spectralnet_tf.losses import nt_xent
 
@@ -118,11 +118,11 @@ def _small_x():
     return (0.5 + 0.4 * np.tanh(rng.normal(size=(300, 3)) @ rng.normal(size=(3, 20)))).astype(np.float32)
 
 
-def _small_ae_training(epochs, checkpointer=None, input_dropout=0.0, max_shift=0.0, deform=None,
+def _small_ae_training(epochs, checkpointer=None, max_shift=0.0, deform=None,
                        invariance_weight=0.0):
     ae, _ = build_autoencoder(20, (32, 32, 64), 3, seed=0)
     hist = train_autoencoder(ae, _small_x(), epochs=epochs, batch_size=32, learning_rate=3e-3,
-                             seed=3, input_dropout=input_dropout, max_shift=max_shift,
+                             seed=3, max_shift=max_shift,
                              image_shape=(4, 5) if max_shift else None, deform=deform,
                              invariance_weight=invariance_weight,
                              verbose=0, checkpointer=checkpointer)
@@ -134,9 +134,7 @@ def _noise_by_epoch(x, epoch):
     return x + 0.05 * np.random.default_rng(epoch).normal(size=x.shape).astype(np.float32)
 
 
-@pytest.mark.parametrize("corruption", [{}, {"input_dropout": 0.2}, {"max_shift": 0.5},
-                                        {"deform": _noise_by_epoch},
-                                        {"deform": _noise_by_epoch, "max_shift": 0.5},
+@pytest.mark.parametrize("corruption", [{}, {"max_shift": 0.5},
                                         {"deform": _noise_by_epoch, "invariance_weight": 0.5}])
 def test_autoencoder_training_lowers_the_loss_and_resumes_exactly(tmp_path, corruption):
     full, full_hist = _small_ae_training(6, **corruption)
@@ -148,15 +146,6 @@ def test_autoencoder_training_lowers_the_loss_and_resumes_exactly(tmp_path, corr
     for a, b in zip(full.get_weights(), resumed.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(resumed_hist["loss"], full_hist["loss"], rtol=1e-5)
-
-
-def test_mask_inputs_zeroes_the_rate_and_keeps_the_mean():
-    batch = tf.fill((400, 250), 0.6)
-    masked = mask_inputs(batch, 0.25, tf.random.Generator.from_seed(0)).numpy()
-    zeroed = masked == 0.0
-    assert abs(zeroed.mean() - 0.25) < 0.01
-    np.testing.assert_allclose(masked[~zeroed], 0.6 / 0.75, rtol=1e-6)
-    assert abs(masked.mean() - 0.6) < 0.01
 
 
 def test_translate_images_moves_each_image_by_its_own_offset_within_the_bound():
@@ -175,32 +164,15 @@ def test_translate_images_moves_each_image_by_its_own_offset_within_the_bound():
     assert np.abs(offset).max() > 1.0 and len(np.unique(offset.round(3), axis=0)) == 64
 
 
-def test_deformation_denoising_reads_deformed_inputs_against_the_undeformed_targets():
+def test_deform_draws_each_epochs_views_once_before_it():
     calls = []
 
-    def identity(x, epoch):
+    def noise(x, epoch):
         calls.append(epoch)
-        return x
+        return _noise_by_epoch(x, epoch)
 
-    plain, _ = _small_ae_training(3)
-    same, _ = _small_ae_training(3, deform=identity)
-    assert calls == [0, 1, 2]  # once per epoch, before it
-    for a, b in zip(plain.get_weights(), same.get_weights()):
-        np.testing.assert_array_equal(a, b)
-    # With shifts too: an input and its target move together.
-    shifted, _ = _small_ae_training(3, max_shift=0.5)
-    same, _ = _small_ae_training(3, max_shift=0.5, deform=identity)
-    for a, b in zip(shifted.get_weights(), same.get_weights()):
-        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
-    # Inputs all zero: the best output for every row is the targets' mean, far
-    # from the untrained net's 0.5 (a sigmoid of zero biases) for these targets.
-    x = _small_x() - 0.25
-    ae, _ = build_autoencoder(20, (32, 32, 64), 3, seed=0)
-    assert np.abs(ae.predict(np.zeros((1, 20), np.float32), verbose=0)[0] - x.mean(axis=0)).min() > 0.15
-    train_autoencoder(ae, x, epochs=30, batch_size=32, learning_rate=3e-2, seed=3, verbose=0,
-                      deform=lambda x, epoch: np.zeros_like(x))
-    out = ae.predict(np.zeros((1, 20), np.float32), verbose=0)[0]
-    assert np.abs(out - x.mean(axis=0)).max() < 0.03
+    _small_ae_training(3, deform=noise, invariance_weight=0.5)
+    assert calls == [0, 1, 2]
 
 
 def test_invariance_training_with_shifts_resumes_exactly(tmp_path):
@@ -240,10 +212,11 @@ def test_invariance_training_ties_each_code_to_its_deformed_views():
         return float(nt_xent(*map(tf.constant, codes)).numpy())
 
     trained = {}
-    for weight in (0.0, 1.0):  # 0: deformation denoising, the same views as inputs
+    for weight in (0.0, 1.0):  # 0: plain reconstruction, no views
         ae, encoder = build_autoencoder(20, (32, 32, 64), 3, seed=0)
         hist = train_autoencoder(ae, x, epochs=6, batch_size=32, learning_rate=3e-3, seed=3,
-                                 deform=_noise_by_epoch, invariance_weight=weight, verbose=0)
+                                 deform=_noise_by_epoch if weight else None,
+                                 invariance_weight=weight, verbose=0)
         trained[weight] = contrast(encoder, 100), hist["val_loss"]
     assert trained[1.0][0] < trained[0.0][0] - 0.5
     assert trained[1.0][1][-1] < 0.5 * trained[1.0][1][0]  # and it still reconstructs
@@ -254,9 +227,8 @@ def test_invariance_training_ties_each_code_to_its_deformed_views():
     ({"invariance_weight": 1.0}, r"invariance_weight=1\.0 compares each code with that of a "
                                  r"deformed view; it needs deform, got deform=None\."),
     ({"temperature": 0.0}, r"temperature must be > 0, got temperature=0\.0\."),
-    ({"invariance_weight": 1.0, "deform": _noise_by_epoch, "input_dropout": 0.2},
-     r"input_dropout=0\.2 corrupts the inputs of a denoising autoencoder; with "
-     r"invariance_weight=1\.0 the deformed views are the second inputs: use one of them\."),
+    ({"deform": _noise_by_epoch}, r"deform gives the second views of the invariance term; it "
+                                  r"needs invariance_weight > 0, got invariance_weight=0\.0\."),
 ])
 def test_bad_invariance_arguments_are_named(kwargs, message):
     ae, _ = build_autoencoder(20, (8, 8, 8), 2, seed=0)
@@ -272,7 +244,8 @@ def test_bad_invariance_arguments_are_named(kwargs, message):
 def test_bad_deform_is_named(deform, message):
     ae, _ = build_autoencoder(20, (8, 8, 8), 2, seed=0)
     with pytest.raises(ValueError, match=message):
-        train_autoencoder(ae, np.zeros((10, 20), np.float32), epochs=1, verbose=0, deform=deform)
+        train_autoencoder(ae, np.zeros((10, 20), np.float32), epochs=1, verbose=0, deform=deform,
+                          invariance_weight=1.0)
 
 
 def test_translate_images_moves_stacked_images_by_one_offset():
@@ -285,21 +258,6 @@ def test_translate_images_moves_stacked_images_by_one_offset():
     moved_ones = translate_images(tf.ones_like(images), 2.0, tf.random.Generator.from_seed(1),
                                   (28, 28)).numpy()
     np.testing.assert_allclose(both[..., 1], moved_ones - alone.numpy(), atol=1e-5)
-
-
-def test_denoising_training_differs_from_plain_training():
-    plain, _ = _small_ae_training(2)
-    denoising, _ = _small_ae_training(2, input_dropout=0.2)
-    assert not np.allclose(plain.get_weights()[0], denoising.get_weights()[0])
-
-
-@pytest.mark.parametrize("rate", [-0.1, 1.0])
-def test_bad_input_dropout_is_named(rate, load_script, capsys):
-    with pytest.raises(ValueError, match=rf"input_dropout must be in \[0, 1\), got input_dropout={rate}"):
-        _small_ae_training(1, input_dropout=rate)
-    with pytest.raises(SystemExit):
-        load_script("pretrain_ae").parse_args(["--input-dropout", str(rate)])
-    assert f"--input-dropout must be in [0, 1), got {rate}" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -315,12 +273,11 @@ def test_bad_translation_arguments_are_named(kwargs, message):
 
 @pytest.mark.parametrize("flags, message", [
     (["--max-shift", "1"], "--max-shift moves images; --dset reuters has none."),
-    (["--denoise-deformations"], "--denoise-deformations warps images; --dset reuters has none."),
-    (["--dset", "infimnist", "--denoise-deformations", "--seed", "70000"],
-     "--denoise-deformations needs --seed in [0, 65535], got 70000."),
     (["--invariance-weight", "1"], "--invariance-weight warps images; --dset reuters has none."),
     (["--dset", "infimnist", "--invariance-weight", "1", "--seed", "-1"],
      "--invariance-weight needs --seed in [0, 65535], got -1."),
+    (["--dset", "infimnist", "--invariance-weight", "1", "--seed", "70000"],
+     "--invariance-weight needs --seed in [0, 65535], got 70000."),
     (["--dset", "infimnist", "--invariance-weight", "-0.5"],
      "--invariance-weight must be a finite number >= 0, got -0.5."),
     (["--dset", "infimnist", "--invariance-weight", "nan"],
@@ -331,14 +288,8 @@ def test_bad_translation_arguments_are_named(kwargs, message):
      "--temperature must be a finite number > 0, got inf."),
     (["--dset", "infimnist", "--temperature", "0.1"],
      "--temperature 0.1 is NT-Xent's; it needs --invariance-weight."),
-    (["--dset", "infimnist", "--invariance-weight", "1", "--input-dropout", "0.2"],
-     "--input-dropout and --invariance-weight exclude each other: the deformed digits are the "
-     "second inputs."),
     (["--dset", "infimnist", "--init-weights", "/nonexistent/ae.h5"],
      "--init-weights /nonexistent/ae.h5: no such file."),
-    (["--dset", "infimnist", "--invariance-weight", "1", "--denoise-deformations"],
-     "--denoise-deformations and --invariance-weight exclude each other: the deformed digits "
-     "are either the inputs or second views."),
 ])
 def test_pretrain_script_names_bad_image_augmentation(load_script, capsys, flags,
                                                                     message):

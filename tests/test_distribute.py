@@ -1,9 +1,12 @@
-"""Data-parallel training on tf.distribute (issue 15).
+"""Data-parallel training on tf.distribute.
 
 A strategy over several logical devices must be set up before TensorFlow
 initializes its devices, so the distributed runs are subprocesses
-(``tests/distributed_fit.py``, ``scripts/run.py``); the collectives' no-op
-behaviour without a strategy and the errors are checked in-process.
+(``tests/distributed_fit.py``); the collectives' no-op behaviour without a
+strategy and the errors are checked in-process. The command-line runs
+(``scripts/run.py``, ``scripts/pretrain_ae.py``) on several devices and
+workers are in ``test_distribute_runs.py``, a file of their own so that the
+suite's two workers (``--dist loadfile``) share the distributed tests.
 
 Tolerances of the equality tests: the distributed run draws the same global
 minibatches and computes the same quantities; only float32 sums are formed in
@@ -21,25 +24,20 @@ the difference grows as between two single-device runs with oneDNN on and off
 
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from cluster_runs import finish as _finish, run_env as _env, start_workers as _workers
 from harness import cluster
 from spectralnet_tf import SpectralNet, distribute
 from spectralnet_tf.orthonorm import Orthonorm, gram
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIT = os.path.join(ROOT, "tests", "distributed_fit.py")
-RUN = os.path.join(ROOT, "scripts", "run.py")
-SMALL_RUN = ["--dset", "moons", "--seed", "2", "--hidden", "64,64", "--steps-per-epoch", "20",
-             "--no-exact", "--no-plots", "--quiet"]
 WEIGHT_ATOL, KERNEL_RTOL, LOSS_RTOL = 1e-5, 1e-5, 1e-4
 
 
@@ -160,31 +158,6 @@ def test_localhost_cluster_needs_a_positive_worker_count(n):
 
 
 # ------------------------------------------------------------ subprocesses
-def _env(**extra):
-    # oneDNN off (TensorFlow's default on CPUs without AVX-512, such as some of
-    # this project's machines): oneDNN rounds a replica's (m/R)×m distance product unlike
-    # the m×m one, 400x more than Eigen does here (BENCHMARKS.md,
-    # "Data-parallel training"), beyond these elementwise tolerances.
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT, TF_ENABLE_ONEDNN_OPTS="0")
-    env.pop("TF_CONFIG", None)
-    env.update(extra)
-    return env
-
-
-def _workers(argv, n=2, cwds=None):
-    """Start ``n`` processes of ``argv`` as the workers of one cluster on 127.0.0.1."""
-    return [subprocess.Popen(argv, env=_env(TF_CONFIG=config), cwd=cwds[i] if cwds else None,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for i, config in enumerate(cluster.localhost_cluster(n))]
-
-
-def _finish(procs, timeout=300):
-    outs = [p.communicate(timeout=timeout) for p in procs]
-    for p, (_, err) in zip(procs, outs):
-        assert p.returncode == 0, err[-3000:]
-    return outs
-
-
 VARIANTS = ["knn", "labels", "normalized-local", "full", "spectral-init", "siamese"]
 
 
@@ -254,106 +227,3 @@ def test_multiworker_two_processes_equal_single_device_and_only_the_chief_writes
     _finish(_workers([sys.executable, FIT, "out"], cwds=cwds))
     assert os.listdir(cwds[1]) == []
     _assert_same_training(single_device["knn"], np.load(cwds[0] / "out" / "knn.npz"))
-
-
-def _cli(argv, timeout=300):
-    return subprocess.run([sys.executable, RUN, *argv], env=_env(), capture_output=True,
-                          text=True, timeout=timeout)
-
-
-@pytest.mark.slow
-def test_cli_devices_two_runs_and_records_the_strategy(tmp_path):
-    out = tmp_path / "run"
-    proc = _cli([*SMALL_RUN, "--epochs", "2", "--devices", "2", "--out", str(out)])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads((out / "results.json").read_text())
-    assert results["config"]["distribute"] == {"strategy": "MirroredStrategy", "replicas": 2}
-    assert results["iterations"] == 40 and results["acc"] > 0.5
-
-
-@pytest.mark.slow
-def test_cli_refuses_a_batch_that_does_not_split_over_the_devices(tmp_path):
-    out = tmp_path / "run"
-    proc = _cli([*SMALL_RUN, "--devices", "2", "--batch-size", "255", "--out", str(out)])
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1] == (
-        "run.py: error: batch_size must be a multiple of the number of replicas (2) so "
-        "that every replica holds an equal shard of the global minibatch, got batch_size=255.")
-    assert not out.exists()
-
-
-@pytest.mark.slow
-def test_cli_worker_killed_fails_the_run_in_one_line_and_resume_finishes(tmp_path):
-    out = tmp_path / "run"
-    argv = [sys.executable, RUN, *SMALL_RUN, "--epochs", "8", "--out", str(out)]
-    chief, other = _workers(argv)
-    pointer = out / "checkpoints" / "spectral" / "latest"
-    deadline = time.monotonic() + 240
-    while not pointer.exists() and time.monotonic() < deadline and chief.poll() is None:
-        time.sleep(0.2)
-    assert pointer.exists(), chief.communicate()[1][-3000:]
-    other.send_signal(signal.SIGKILL)
-    _, err = chief.communicate(timeout=120)
-    other.communicate()
-    assert chief.returncode == 1
-    last = err.strip().splitlines()[-1]
-    # TensorFlow names the lost worker when its message says "remote target ..."
-    # (here, usually), else the line says "a worker of the cluster".
-    assert last.startswith(("run.py: error: worker /job:worker/replica:0/task:1 failed or "
-                            "stopped answering (", "run.py: error: a worker of the cluster "
-                            "failed or stopped answering (")), last
-    assert last.endswith(f"; start every worker again with --resume {out}")
-    assert not (out / "results.json").exists()
-    done_epochs = int(pointer.read_text().split("-")[-1])
-
-    outs = _finish(_workers([sys.executable, RUN, "--resume", str(out)]))
-    results = json.loads((out / "results.json").read_text())
-    assert results["epochs"] == 8 and done_epochs < 8
-    assert results["config"]["distribute"] == {"strategy": "MultiWorkerMirroredStrategy",
-                                               "replicas": 2}
-    # Both workers trained the same model: their summaries agree but for the
-    # wall time each one took (" | 18s -> ...").
-    summaries = [re.sub(r" \| \d+s -> ", " | -> ", o.strip().splitlines()[-1]) for o, _ in outs]
-    assert summaries[0] == summaries[1] and "ACC=" in summaries[0]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("augmentation", [
-    ["--input-dropout", "0.1"],
-    # NT-Xent against fresh deformations over the global batch: codes gathered.
-    pytest.param(["--dset", "infimnist", "--invariance-weight", "1"], marks=pytest.mark.skipif(
-        not os.environ.get("SPECTRALNET_DATA_DIR"), reason="needs mnist.npz")),
-], ids=["masked", "invariance"])
-def test_autoencoder_pretraining_on_two_devices_and_two_workers_equals_one(tmp_path,
-                                                                           augmentation):
-    """Shifted batches, and a last batch of 209 rows (unequal shards); masked,
-    or with the invariance term (its codes gathered in every step)."""
-    from spectralnet_tf.autoencoder import build_autoencoder, read_ae_weights, save_ae_weights
-
-    argv = [sys.executable, os.path.join(ROOT, "scripts", "pretrain_ae.py"), "--limit", "2001",
-            "--epochs", "1", "--max-shift", "2", *augmentation, "--quiet"]
-
-    def files(name):
-        return ["--out", str(tmp_path / f"{name}.h5"), "--checkpoint-dir", str(tmp_path / name)]
-
-    for devices in ("1", "2"):
-        subprocess.run([*argv, "--devices", devices, *files(f"dev{devices}")], env=_env(),
-                       check=True, capture_output=True, timeout=300)
-    _finish(_workers([*argv, *files("workers")]))
-    names = ["init", "dev1", "dev2", "workers"]
-    save_ae_weights(build_autoencoder(784, seed=0)[0], str(tmp_path / "init.h5"))
-    weights = {name: [np.asarray(w) for layer in read_ae_weights(str(tmp_path / f"{name}.h5"))
-                      for w in layer] for name in names}
-    # Two replicas in one process or in two: the same shards, the same arithmetic.
-    for two, workers in zip(weights["dev2"], weights["workers"]):
-        np.testing.assert_array_equal(workers, two)
-    # One device against two: summing the replicas' gradients rounds unlike one
-    # batch's gradient, and Adam turns a rounding difference in a near-zero
-    # gradient into a step of up to the learning rate. So the weights are held
-    # to how far training moved them (measured: within 1e-6 elementwise on an
-    # AVX2 CPU, 2e-3 of the movement on an AVX-512 one). Training with a learning
-    # rate 10% off differs by 8-14% of it (measured), a lost shard by more.
-    for i, (start, one, two) in enumerate(zip(weights["init"], weights["dev1"], weights["dev2"])):
-        moved = np.linalg.norm(one - start)
-        assert moved > 0 and np.linalg.norm(two - one) <= 1e-2 * moved, i
-    assert (tmp_path / "workers.json").exists()  # the chief finished its provenance

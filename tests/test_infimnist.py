@@ -1,4 +1,4 @@
-"""Infinite MNIST (issue 14): the originals first, then deformations that are
+"""Infinite MNIST: the originals first, then deformations that are
 a function of the index alone, small enough to keep the digit's identity."""
 
 import json

@@ -28,19 +28,14 @@ VARIANT = os.path.join(ROOT, "tests", "mnist_variant.py")
 
 
 def test_mnist_subset_matches_exact_spectral_clustering_under_two_numeric_variants():
-    """Issue 12: the main job's recipe (smaller net) stopped on a saddle on one
-    CPU kind, far from exact spectral clustering of its own graph. Here a
-    subset runs under oneDNN off and on (one thread each, in parallel), and
-    in both the net must land on the eigenvectors. A saddle is about one
-    output direction orthogonal to them (Grassmann distance near 1); the bar
-    is a tenth of that. From random weights (``init="random"``) this seed
-    stopped on one under both variants: Grassmann 0.97, ACC 0.83 against
-    exact SC's 0.96; the warm start ended at 0.025 (``python scripts/saddle.py
-    subset``, BENCHMARKS.md, issue 12). On seed 3, whose two variants train
-    different Siamese graphs, the warm start ended at 0.11-0.13, so the bar
-    is for this seed. Those figures are with the plain 70k autoencoder; with
-    the shift-augmented one (commit be4d407) this seed ended at 0.009 / 0.010
-    (oneDNN off / on), ACC 0.983 / 0.982 against exact SC's 0.982."""
+    """The main job's recipe can stop on a saddle on one CPU kind, far from
+    exact spectral clustering of its own graph. Here a subset runs under
+    oneDNN off and on (one thread each, in parallel), and in both the net
+    must land on the eigenvectors. A saddle is about one output direction
+    orthogonal to them (Grassmann distance near 1); the bar is a tenth of
+    that. From random weights this seed stopped on one under both variants;
+    the warm start does not (``python scripts/saddle.py subset``; the
+    figures, and why the bar holds for this seed, are in BENCHMARKS.md)."""
     import json
     import subprocess
     import sys

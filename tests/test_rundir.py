@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from spectralnet_tf import rundir
+from harness import rundir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN = os.path.join(ROOT, "scripts", "run.py")

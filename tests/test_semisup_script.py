@@ -7,7 +7,8 @@ import sys
 import numpy as np
 import pytest
 
-from spectralnet_tf.datasets import rings, rings_bayes_accuracy
+from harness.semisup import rings_bayes_accuracy
+from spectralnet_tf.datasets import rings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORD = os.path.join(ROOT, "benchmarks", "results", "2026-11-22-issue17-ablate-dev-n5000.json")
@@ -42,8 +43,7 @@ def test_table_of_the_mnist_record():
 
 
 def test_rayleigh_is_the_cut_cost_of_a_split():
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
-    from semisup import rayleigh
+    from harness.semisup import rayleigh
 
     # Two 4-cliques joined by one edge of weight 0.5.
     w = np.zeros((8, 8))
@@ -61,9 +61,8 @@ def test_rayleigh_is_the_cut_cost_of_a_split():
 def test_harmonic_reference_uses_the_sampled_graph_and_the_grid_labels(tmp_path, capsys):
     import json
 
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
-    import semisup
-    from semisup import harmonic_acc, partial_labels, sampled_graph, supervised_acc
+    from harness import semisup
+    from harness.semisup import harmonic_acc, partial_labels, sampled_graph, supervised_acc
 
     from spectralnet_tf.metrics import acc
     from spectralnet_tf.spectral import harmonic_labels
@@ -82,7 +81,7 @@ def test_harmonic_reference_uses_the_sampled_graph_and_the_grid_labels(tmp_path,
     trial = {"n": 400, "outer_radius": 1.5, "noise": 0.11, "seed": 0, "fraction": 0.02, "acc": 0.5}
     grid.write_text(json.dumps({"trials": [trial, {**trial, "fraction": 0.0}]}))
     semisup.main(["harmonic", str(grid), "--tag", "t", "--results", str(tmp_path)])
-    (path,) = tmp_path.glob("*issue17-t.json")
+    (path,) = tmp_path.glob("*-semisup-t.json")
     record = json.loads(path.read_text())
     assert record["kind"] == "harmonic" and len(record["trials"]) == 1
     assert record["trials"][0]["harmonic_acc"] == expected and record["trials"][0]["acc"] == 0.5
@@ -97,7 +96,7 @@ def test_harmonic_reference_uses_the_sampled_graph_and_the_grid_labels(tmp_path,
     # the same references, and no SpectralNet column (nothing is trained).
     semisup.main(["harmonic", "--n", "400", "--settings", "1.5/0.11", "--seeds", "0",
                   "--tag", "u", "--results", str(tmp_path)])
-    (path,) = tmp_path.glob("*issue17-u.json")
+    (path,) = tmp_path.glob("*-semisup-u.json")
     fresh = json.loads(path.read_text())["trials"]
     assert fresh == [{k: v for k, v in record["trials"][0].items() if k != "acc"}]
     capsys.readouterr()
@@ -107,8 +106,7 @@ def test_harmonic_reference_uses_the_sampled_graph_and_the_grid_labels(tmp_path,
 
 
 def test_supervised_reference_learns_from_the_labeled_points_alone():
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
-    from semisup import partial_labels, supervised_acc
+    from harness.semisup import partial_labels, supervised_acc
 
     x, y = rings(1000, noise=0.02, seed=0, radii=(1.0, 1.5))
     y = y.astype(np.int64)
