@@ -11,6 +11,7 @@ the marked blocks of BENCHMARKS.md and README.md.
     python scripts/bench.py scale --sizes 70000 250000 1000000   # infinite MNIST
     python scripts/bench.py kmeans-sample     # k-means fitted on a sample vs all, 1M codes
     python scripts/bench.py profile           # where a spectral step's time goes; float32 vs bf16
+    python scripts/bench.py default-fit       # SpectralNet's defaults on the illustrative sets
     python scripts/bench.py report            # = scripts/report.py: BENCHMARKS.md from the records
 """
 
@@ -141,6 +142,37 @@ def bench_matmul(args, command):
     rows = [[name, f"{matmul_rate(dtype=dt):.0f}"] for name, dt in
             (("float32", tf.float32), ("bfloat16", tf.bfloat16))]
     append("Matmul rate, 2048² (tf.function)", ["dtype", "GFLOP/s"], rows, command)
+
+
+#: The illustrative sets that ``default-fit`` clusters with SpectralNet's defaults.
+DEFAULT_FIT_SETS = ("cc", "moons", "circles", "spirals")
+
+
+def bench_default_fit(args, command):
+    """``SpectralNet(n_clusters=k, random_state=seed).fit(x)`` with every
+    other parameter at its default, on the illustrative sets (1,500 points
+    each) and seeds: ACC, epochs, seconds, and seconds scaled to 200 GFLOP/s
+    by the matmul rate measured before and after each fit (their mean)."""
+    from spectralnet_tf import SpectralNet
+    from spectralnet_tf.datasets import load_dataset
+    from spectralnet_tf.metrics import acc
+
+    rows = []
+    for name in args.dsets or DEFAULT_FIT_SETS:
+        for seed in args.seeds:
+            x, y, k = load_dataset(name, seed=seed)
+            before = matmul_rate()
+            start = time.perf_counter()
+            net = SpectralNet(n_clusters=k, random_state=seed).fit(x)
+            seconds = time.perf_counter() - start
+            rate = (before + matmul_rate()) / 2
+            rows.append([name, seed, len(x), f"{acc(y, net.labels_):.4f}",
+                         len(net.history_["loss"]), f"{seconds:.1f}", f"{rate:.0f}",
+                         f"{seconds * rate / 200:.1f}"])
+            print(rows[-1], flush=True)
+    append("SpectralNet's defaults on the illustrative sets", [
+        "data set", "seed", "n", "ACC", "epochs", "seconds", "GFLOP/s",
+        "seconds at 200 GFLOP/s"], rows, command)
 
 
 def bench_run(args, command):
@@ -365,7 +397,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=["matmul", "step", "run", "serve", "reuters-scale", "scale",
-                                    "kmeans-sample", "profile", "report"])
+                                    "kmeans-sample", "profile", "default-fit", "report"])
     p.add_argument("--check", action="store_true",
                    help="report: exit 1 if BENCHMARKS.md or README.md is stale")
     p.add_argument("--sizes", type=int, nargs="+",
@@ -384,6 +416,10 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=40,
                    help="steps per timed epoch (step), calls per timed part (profile)")
     p.add_argument("--model", help="SavedModel version directory (serve)")
+    p.add_argument("--dsets", nargs="+", help="default-fit: the data sets (default: "
+                   f"{' '.join(DEFAULT_FIT_SETS)})")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
+                   help="default-fit: the seeds (default 0 1 2)")
     own, rest = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     args = p.parse_args(own)
     args.rest = rest  # run.py arguments, after --
@@ -397,6 +433,7 @@ def main(argv=None):
     {"matmul": bench_matmul, "step": bench_step, "run": bench_run, "serve": bench_serve,
      "reuters-scale": bench_reuters_scale, "scale": bench_scale,
      "kmeans-sample": bench_kmeans_sample, "profile": bench_profile,
+     "default-fit": bench_default_fit,
      "report": lambda args, command: report(args.check)}[args.what](args, command)
     if args.what == "report":
         return
