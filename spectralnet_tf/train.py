@@ -88,7 +88,8 @@ def run_epochs(run_epoch, validation_loss, schedule, epochs, verbose=1, monitor=
             earlier_seconds = state["seconds"]
             if state["stopped"] or first_epoch >= epochs:
                 return {**history, "seconds": earlier_seconds}
-    progbar = keras.utils.Progbar(epochs, verbose=verbose)
+    # It counts epochs, so its rate is seconds per epoch (Keras says "step").
+    progbar = keras.utils.Progbar(epochs, verbose=verbose, unit_name="epoch")
     start = time.perf_counter()
     for epoch in range(first_epoch, epochs):
         epoch_start = time.perf_counter()

@@ -153,3 +153,12 @@ def test_validation_loss_uses_at_most_a_fixed_number_of_hold_out_batches(monkeyp
     train.train_spectralnet(model, body, affinity, x[:600], x[600:], batch_size=64,
                             ortho_batch_size=64, epochs=1, steps_per_epoch=2, verbose=0)
     assert seen == [2 * 64]
+
+
+def test_the_progress_bar_names_epochs_as_its_unit(capsys):
+    from spectralnet_tf.train import run_epochs
+
+    schedule = PlateauSchedule(keras.optimizers.RMSprop(1e-3), patience=5)
+    run_epochs(lambda: 1.0, lambda: 1.0, schedule, epochs=3, verbose=1)
+    out = capsys.readouterr().out
+    assert "/epoch" in out and "/step" not in out, out
