@@ -53,18 +53,27 @@ MODELS_CONFIG_HEADER = """\
 """
 
 
+#: The error of a served request with a NaN or inf value in x.
+NON_FINITE_INPUT = "x holds NaN or inf values: every input value must be finite"
+
+
 def _versions(model_dir):
     return [int(d) for d in os.listdir(model_dir) if d.isdigit()]
 
 
 def serving_function(embedder, centers):
     """The ``serving_default`` computation: raw x -> embedding, cluster, distances.
+    Non-finite input is refused (InvalidArgumentError).
 
     A plain function; ``export_saved_model`` gives it its input signature. The
     centroids become constants of the exported graph."""
     centers = tf.constant(np.asarray(centers, dtype=np.float32), name="centroids")
 
     def serve(x):
+        # A NaN or inf row would give a NaN embedding and an arbitrary cluster;
+        # refuse it instead: InvalidArgumentError, which TF-Serving returns to
+        # the client as INVALID_ARGUMENT.
+        x = tf.debugging.assert_all_finite(x, NON_FINITE_INPUT)
         embedding = embedder(x, training=False)
         distances = centroid_distances(embedding, centers)
         return {

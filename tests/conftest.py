@@ -8,6 +8,54 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # The suite runs on two worker processes (pytest.ini); on a GPU each would
 # otherwise reserve nearly all of its memory at start (TensorFlow's GPU guide).
 os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+# Under pytest-xdist (pytest.ini: two workers) each worker is one process of
+# TensorFlow; with its default thread pools (one thread per core each) two of
+# them on two cores oversubscribe the CPU. One thread per pool and worker
+# instead, set before TensorFlow is imported (this file is imported before
+# the test modules); subprocesses inherit it. A test that needs other thread
+# counts sets them explicitly (tests/test_mnist.py). `-n 0` keeps the defaults.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+# TensorFlow's CPU memory from its BFC pool instead of malloc: without oneDNN
+# (the distributed tests' subprocesses, and TensorFlow's default on CPUs
+# without AVX-512) each op's buffers were fresh pages from the kernel, and a
+# large share of the time went to page faults (tests/mnist_variant.py with
+# oneDNN off gave the same output to the last digit either way). Only where
+# memory comes from changes, not the arithmetic.
+os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
+
+#: Seconds of each file's tests, not marked slow and marked slow, as measured
+#: on one of two workers (a scheduling weight, not a limit: refresh it with
+#: ``--durations=0`` when files change much). With
+#: ``--dist loadfile`` a file goes whole to one worker and a free worker takes
+#: the next file in collection order (pytest.ini: --no-loadscope-reorder), so
+#: the longest files go first: a long one last would leave the other worker
+#: idle at the end. A file not listed counts as 0 and keeps its place.
+FILE_SECONDS = {
+    "test_distribute_runs.py": (0, 135), "test_mnist.py": (0, 124),
+    "test_estimator.py": (12, 78), "test_distribute.py": (0, 57),
+    "test_autoencoder.py": (20, 27), "test_rundir.py": (0, 40), "test_export.py": (12, 23),
+    "test_sklearn_checks.py": (0, 33), "test_infimnist.py": (4, 23),
+    "test_packaging.py": (0, 22), "test_cli.py": (6, 11), "test_reuters.py": (0, 13),
+    "test_reproduce.py": (2, 12), "test_selection.py": (9, 2), "test_checkpoint.py": (4, 4),
+    "test_run.py": (7, 1), "test_parts.py": (4, 4), "test_report.py": (1, 5),
+    "test_semisup_script.py": (1, 4), "test_spectral.py": (4, 1), "test_train.py": (4, 0),
+    "test_streaming.py": (2, 1),
+}
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected
+def pytest_collection_modifyitems(items):
+    kinds = {}
+    for item in items:
+        kinds.setdefault(item.path.name, set()).add(item.get_closest_marker("slow") is not None)
+    weight = {name: sum(FILE_SECONDS.get(name, (0, 0))[slow] for slow in found)
+              for name, found in kinds.items()}
+    first = {}
+    for i, item in enumerate(items):
+        first.setdefault(item.path, i)
+    items.sort(key=lambda item: (-weight[item.path.name], first[item.path]))
 
 
 @pytest.fixture

@@ -69,6 +69,7 @@ np.savez("session.npz", **out)
 """
 
 
+@pytest.mark.slow  # TensorFlow starts in a subprocess
 @pytest.mark.parametrize("model", ["fitted", "fitted_with_encoder"])
 def test_both_loaders_serve_the_estimators_embedding_and_clusters(model, request, tmp_path):
     net, x = request.getfixturevalue(model)
@@ -99,6 +100,7 @@ def test_saved_model_stores_each_weight_once(fitted, tmp_path):
     assert sorted(map(tuple, stored)) == sorted(tuple(v.shape) for v in net.model_.variables)
 
 
+@pytest.mark.slow  # TensorFlow starts in a subprocess
 def test_saved_model_cli_run_serves_the_export(fitted, tmp_path):
     """The command of the bug report: it failed with 'Could not find variable'."""
     net, x = fitted
@@ -113,6 +115,7 @@ def test_saved_model_cli_run_serves_the_export(fitted, tmp_path):
     assert np.max(np.abs(np.load(tmp_path / "o" / "embedding.npy") - net.transform(x[:50]))) <= 1e-5
 
 
+@pytest.mark.slow  # TensorFlow starts in a subprocess
 def test_saved_model_cli_lists_the_documented_signature(fitted, tmp_path):
     net, _ = fitted
     path = net.export(str(tmp_path))
@@ -218,6 +221,7 @@ def test_bad_model_name_is_refused_before_writing(fitted, tmp_path, name):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow  # TensorFlow starts in a subprocess
 def test_keras_file_loads_in_a_fresh_process_with_identical_outputs(fitted, tmp_path):
     net, x = fitted
     net.save(str(tmp_path / "est"))
@@ -377,3 +381,49 @@ def test_the_saved_parameters_are_json_with_the_parts_by_class(tmp_path):
     assert state["params"]["affinity"] == {"class": "GaussianKNNAffinity", "params": {
         "n_nbrs": 4, "scale_nbr": 3, "scale": "local", "n_scale_batches": 10}}
     assert state["params"]["affinity_embedding"] is None
+
+
+NAN_REQUEST = """
+import sys, numpy as np, tensorflow as tf
+path, x = sys.argv[1], np.load("x.npy")
+refused = []
+try:
+    tf.saved_model.load(path).signatures["serving_default"](x=tf.constant(x))
+except tf.errors.InvalidArgumentError as err:
+    refused.append("tf2: " + " ".join(err.message.split()))
+with tf.compat.v1.Session(graph=tf.Graph()) as sess:
+    meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], path)
+    sig = meta.signature_def["serving_default"]
+    try:
+        sess.run({k: v.name for k, v in sig.outputs.items()}, {sig.inputs["x"].name: x})
+    except tf.errors.InvalidArgumentError as err:
+        refused.append("session: " + " ".join(err.message.split()))
+print("\\n".join(refused))
+"""
+
+
+@pytest.mark.slow
+def test_a_request_with_nan_or_inf_is_refused_by_both_loaders_and_saved_model_cli(fitted,
+                                                                                   tmp_path):
+    from spectralnet_tf.export import NON_FINITE_INPUT
+
+    net, x = fitted
+    path = net.export(str(tmp_path / "export"))
+    bad = x[:5].copy()
+    bad[3, 1] = np.nan
+    bad[4, 0] = np.inf
+    np.save(tmp_path / "x.npy", bad)
+    (tmp_path / "serve.py").write_text(NAN_REQUEST)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    out = subprocess.run([sys.executable, "serve.py", path], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.strip().splitlines()
+    assert [line.split(":")[0] for line in lines] == ["tf2", "session"], out.stdout
+    assert all(NON_FINITE_INPUT in line for line in lines), out.stdout
+    cli = subprocess.run(
+        [SAVED_MODEL_CLI, "run", "--dir", path, "--tag_set", "serve", "--signature_def",
+         "serving_default", "--inputs", f"x={tmp_path / 'x.npy'}", "--outdir", str(tmp_path / "o")],
+        capture_output=True, text=True, timeout=300, env=env)
+    assert cli.returncode != 0 and NON_FINITE_INPUT in cli.stderr, cli.stderr[-3000:]
+    assert not (tmp_path / "o").exists()

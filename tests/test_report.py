@@ -19,6 +19,7 @@ def bench():
     return report
 
 
+@pytest.mark.slow  # TensorFlow starts in a subprocess
 def test_committed_files_match_their_records():
     out = subprocess.run([sys.executable, os.path.join(SCRIPTS, "bench.py"), "report", "--check"],
                          capture_output=True, text=True)

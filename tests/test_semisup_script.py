@@ -14,6 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORD = os.path.join(ROOT, "benchmarks", "results", "2026-11-22-issue17-ablate-dev-n5000.json")
 
 
+@pytest.mark.slow  # TensorFlow starts in a subprocess
 def test_table_of_a_committed_record():
     out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table", RECORD],
                          capture_output=True, text=True, check=True).stdout
