@@ -35,7 +35,7 @@ os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
 FILE_SECONDS = {
     "test_distribute_runs.py": (0, 135), "test_mnist.py": (0, 124),
     "test_estimator.py": (12, 78), "test_distribute.py": (0, 57),
-    "test_autoencoder.py": (20, 27), "test_rundir.py": (0, 40), "test_export.py": (12, 23),
+    "test_autoencoder_training.py": (14, 0), "test_autoencoder.py": (6, 27), "test_rundir.py": (0, 40), "test_export.py": (12, 23),
     "test_sklearn_checks.py": (0, 33), "test_infimnist.py": (4, 23),
     "test_packaging.py": (0, 22), "test_cli.py": (6, 11), "test_reuters.py": (0, 13),
     "test_reproduce.py": (2, 12), "test_selection.py": (9, 2), "test_checkpoint.py": (4, 4),
