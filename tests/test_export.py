@@ -69,18 +69,25 @@ np.savez("session.npz", **out)
 """
 
 
+def _serve(script, path, x, tmp_path):
+    """Run ``script`` (a request through the SavedModel at ``path``) on ``x``
+    in a fresh process, in ``tmp_path``; its finished process."""
+    np.save(tmp_path / "x.npy", x)
+    (tmp_path / "serve.py").write_text(script)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    out = subprocess.run([sys.executable, "serve.py", path], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out
+
+
 @pytest.mark.slow  # TensorFlow starts in a subprocess
 @pytest.mark.parametrize("model", ["fitted", "fitted_with_encoder"])
 def test_both_loaders_serve_the_estimators_embedding_and_clusters(model, request, tmp_path):
     net, x = request.getfixturevalue(model)
     path = net.export(str(tmp_path / "export"), name="m")
     assert path == str(tmp_path / "export" / "m" / "1")
-    np.save(tmp_path / "x.npy", x)
-    (tmp_path / "serve.py").write_text(BOTH_LOADERS)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    out = subprocess.run([sys.executable, "serve.py", path], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
+    _serve(BOTH_LOADERS, path, x, tmp_path)
     embedding, labels = net.transform(x), net.predict(x)
     for loader in ("tf2", "session"):
         served = np.load(tmp_path / f"{loader}.npz")
@@ -412,18 +419,14 @@ def test_a_request_with_nan_or_inf_is_refused_by_both_loaders_and_saved_model_cl
     bad = x[:5].copy()
     bad[3, 1] = np.nan
     bad[4, 0] = np.inf
-    np.save(tmp_path / "x.npy", bad)
-    (tmp_path / "serve.py").write_text(NAN_REQUEST)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    out = subprocess.run([sys.executable, "serve.py", path], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
+    out = _serve(NAN_REQUEST, path, bad, tmp_path)
     lines = out.stdout.strip().splitlines()
     assert [line.split(":")[0] for line in lines] == ["tf2", "session"], out.stdout
     assert all(NON_FINITE_INPUT in line for line in lines), out.stdout
     cli = subprocess.run(
         [SAVED_MODEL_CLI, "run", "--dir", path, "--tag_set", "serve", "--signature_def",
          "serving_default", "--inputs", f"x={tmp_path / 'x.npy'}", "--outdir", str(tmp_path / "o")],
-        capture_output=True, text=True, timeout=300, env=env)
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert cli.returncode != 0 and NON_FINITE_INPUT in cli.stderr, cli.stderr[-3000:]
     assert not (tmp_path / "o").exists()
