@@ -21,7 +21,7 @@ import keras  # noqa: E402
 from sklearn.neighbors import KNeighborsClassifier  # noqa: E402
 
 from .bench import append  # noqa: E402
-from .records import ROOT  # noqa: E402
+from .records import ROOT, note_start  # noqa: E402
 from spectralnet_tf.affinity import GaussianKNNAffinity  # noqa: E402
 from spectralnet_tf.autoencoder import load_encoder  # noqa: E402
 from spectralnet_tf.datasets import MNIST_N_TRAIN, load_dataset  # noqa: E402
@@ -104,8 +104,6 @@ def ablate_codes(command, files):
 
 
 def main(argv=None):
-    from .records import note_start
-
     note_start()  # the tree this run starts from names its records
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__,

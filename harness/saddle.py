@@ -32,7 +32,8 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from .records import ROOT, run_param  # noqa: E402
+from .records import (ROOT, matmul_rate, note_start, record_heading, run_param,  # noqa: E402
+                      save_record)
 
 #: Minibatches over which the expected minibatch loss is averaged.
 LOSS_BATCHES = 100
@@ -81,8 +82,6 @@ def minibatch_losses(affinity, z, embeddings, batch_size, laplacian, seed=0):
 def cmd_retrain(args):
     from sklearn.metrics import confusion_matrix
 
-    from .records import matmul_rate
-    from .records import save_record
     from spectralnet_tf.metrics import acc, grassmann, nmi
     from spectralnet_tf.spectral import spectral_clustering
     from spectralnet_tf.streaming import map_batches
@@ -161,7 +160,6 @@ def cmd_subset(args):
     and oneDNN setting, two one-thread processes at a time."""
     import subprocess
 
-    from .records import save_record
 
     helper = os.path.join(ROOT, "tests", "mnist_variant.py")
     trials = []
@@ -187,8 +185,6 @@ def cmd_subset(args):
 def cmd_mnist(args):
     """``run.py --dset mnist --seed S --grassmann`` in this process, with the
     matmul rate measured first; the record holds run.py's results."""
-    from .records import matmul_rate
-    from .records import save_record
     from .reproduce import run_command
 
     rate = matmul_rate()  # GFLOP/s
@@ -204,7 +200,6 @@ def cmd_mnist(args):
 def cmd_table(args):
     """Markdown: a retrain record's three rows, or a subset record's summary."""
     import numpy as np
-    from .records import record_heading
 
     mnist_rows = []
     for path in args.records:
@@ -363,8 +358,6 @@ def _span(v):
 
 
 def main(argv=None):
-    from .records import note_start
-
     from spectralnet_tf.train import INITS
 
     note_start()  # the tree this run starts from names its records

@@ -34,6 +34,8 @@ import re
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from .records import note_start, record_heading, save_record  # noqa: E402
+
 #: The grids, fixed before any run. "net": architecture and learning rate
 #: (the paper's protocol); "affinity": what changes the graph.
 GRIDS = {
@@ -90,7 +92,6 @@ def run(args):
               "best_index": search.best_index_, "correlation": search.correlation_}
     print_table(record)
     if not args.no_record:
-        from .records import save_record
 
         save_record(f"select-{args.dset}-{args.grid}" + (f"-n{args.n}" if args.n else ""),
                     record, group="selection")
@@ -146,7 +147,6 @@ def codes(args):
               "correlation": correlation([t["eigengap"] for t in trials], [t["acc"] for t in trials])}
     print_table(record)
     if not args.no_record:
-        from .records import save_record
 
         save_record(f"select-codes-{args.split}" + (f"-{args.tag}" if args.tag else ""),
                     record, group="selection")
@@ -203,7 +203,6 @@ def print_table(record):
 def table(args):
     import json
 
-    from .records import record_heading
 
     for path in args.records:
         with open(path) as f:
@@ -213,8 +212,6 @@ def table(args):
 
 
 def main(argv=None):
-    from .records import note_start
-
     note_start()  # the tree this run starts from names its records
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)

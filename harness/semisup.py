@@ -29,7 +29,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
-from .records import ROOT, SCRIPTS, matmul_rate, record_heading  # noqa: E402
+from .records import (ROOT, SCRIPTS, machine_and_commit, matmul_rate, note_start,  # noqa: E402
+                      record_heading)
+from .records import save_record as save  # noqa: E402
 
 #: (outer radius, noise): from 0.08 up to the largest noise at which the Bayes
 #: rule still reaches >= 0.985 (at both outer radii), so every setting is learnable.
@@ -166,8 +168,7 @@ def _trial(job):
 
 
 def save_record(kind, tag, args, trials, extra):
-    from .records import save_record as save
-
+    """A semisup record: ``records.save_record`` with the trials, in --results."""
     return save(tag, {"kind": kind, **extra, "trials": trials}, group="semisup",
                 folder=args.results)
 
@@ -373,7 +374,6 @@ def cmd_mnist(args):
     run at a time in a subprocess with TensorFlow's default threads; each run
     keeps its directory (results.json, checkpoints) under ``--runs``, and its
     trial the commit it started at."""
-    from .records import machine_and_commit
 
     rate = matmul_rate()
     trials = []
@@ -512,8 +512,6 @@ def _setting(text):
 
 
 def main(argv=None):
-    from .records import note_start
-
     note_start()  # the tree this run starts from names its records
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)

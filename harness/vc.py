@@ -19,6 +19,8 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from .records import note_start, record_heading, save_record  # noqa: E402
+
 
 def print_rows(rows, fraction):
     """The Markdown table of ``shattered`` results (one per m and sigma);
@@ -38,7 +40,6 @@ def table(path):
     """A record's heading line and table."""
     import json
 
-    from .records import record_heading
 
     with open(path) as f:
         r = json.load(f)
@@ -47,8 +48,6 @@ def table(path):
 
 
 def main(argv=None):
-    from .records import note_start
-
     note_start()  # the tree this run starts from names its records
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--m", type=int, nargs="+", default=list(range(2, 9)),
@@ -81,7 +80,6 @@ def main(argv=None):
         how = "sigma from the proof" if r["sigma"] == "proof" else f"sigma = {r['sigma']}"
         print(f"m = {r['m']}, {how}: {r['realized']} / {r['dichotomies']} dichotomies shattered")
     if not args.no_record:
-        from .records import save_record
 
         save_record("vc-check", {"kind": "vc", "sigma_fraction": vc.SIGMA_FRACTION, "rows": rows},
                     group="selection")
