@@ -27,7 +27,6 @@ of the other rows, which the symmetrization needs, are all-gathered (O(m)
 numbers).
 """
 
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
@@ -35,6 +34,7 @@ import tensorflow as tf
 from sklearn.base import BaseEstimator
 
 from . import distribute
+from .checks import check_int
 from .neighbors import make_neighbors
 from .streaming import map_batches
 
@@ -62,11 +62,6 @@ def sorted_sq_dists(d2, n):
 def gaussian_kernel(d2, s_row, s_col):
     """``exp(-d2 / (2 s_row s_col))``; d2 broadcast against the scales."""
     return tf.exp(-d2 / (2.0 * s_row * s_col))
-
-
-def _check_int(name, value, low):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {name}={value!r}.")
 
 
 class GaussianAffinity(BaseEstimator):
@@ -108,8 +103,8 @@ class GaussianAffinity(BaseEstimator):
         ``batch_size``, refuse one too small for the neighbours needed)."""
         if not (isinstance(self.scale, str) and self.scale in SCALES):
             raise ValueError(f"scale must be one of {SCALES}, got scale={self.scale!r}.")
-        _check_int("scale_nbr", self.scale_nbr, 1)
-        _check_int("n_scale_batches", self.n_scale_batches, 1)
+        check_int("scale_nbr", self.scale_nbr, 1)
+        check_int("n_scale_batches", self.n_scale_batches, 1)
         if not (self.embedding is None or callable(self.embedding)):
             raise ValueError(f"embedding must be None or a callable, got "
                              f"embedding={self.embedding!r}.")
@@ -302,7 +297,7 @@ class GaussianKNNAffinity(GaussianAffinity):
         return {"n_nbrs": self.n_nbrs, "scale_nbr": self.scale_nbr}
 
     def check_params(self, batch_size=None):
-        _check_int("n_nbrs", self.n_nbrs, 1)
+        check_int("n_nbrs", self.n_nbrs, 1)
         super().check_params(batch_size)
 
     def _threshold(self, nbr_d2):

@@ -36,6 +36,9 @@ def publish(tmp, final):
     """
     if os.path.lexists(final):
         raise FileExistsError(f"{final} already exists; not overwriting it.")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700; give the usual directory mode
     try:
         os.rename(tmp, final)
     except OSError as err:  # another writer created it in between

@@ -207,6 +207,7 @@ def cmd_fit(args):
     seconds["start"] = _lap(t)  # importing TensorFlow
     t = time.perf_counter()
     params = estimator_params(args)
+    recorded = dict(params)  # summary.json: the parameters given, before the encoder
     if args.encoder:
         from .autoencoder import load_encoder
 
@@ -230,7 +231,7 @@ def cmd_fit(args):
         _fit_plots(net, x, staging, say)
         seconds["plots"] = _lap(t)
         seconds["total"] = _lap(start)
-        summary = _summary(args, net, n, d, seconds, labels)
+        summary = _summary(args, net, n, d, seconds, labels, recorded)
         with open(os.path.join(staging, SUMMARY_FILE), "w") as f:
             json.dump(summary, f, indent=2)
         _publish(staging, out)
@@ -275,9 +276,6 @@ def _publish(staging, out):
     _check_new_dir(out)  # again: the fit may have taken long
     if os.path.isdir(out):
         os.rmdir(out)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(staging, 0o777 & ~umask)  # a temporary directory is private (0700)
     try:
         publish(staging, out)
     except FileExistsError as err:
@@ -364,14 +362,13 @@ def _plot_spectrum(path, net, x):
 
     z = x if net.encoder is None else net.codes_  # the space the affinity works in
     n, k = len(z), net.n_clusters
-    idx = np.sort(np.random.default_rng(0).choice(n, min(n, SPECTRUM_POINTS), replace=False))
-    sample = np.asarray(z[idx], dtype=np.float32)
+    sample = np.asarray(z[plots.subset(n, SPECTRUM_POINTS)], dtype=np.float32)
     w = net.affinity_.graph(sample)
-    values, _ = spectrum(w, min(len(sample), max(2 * k, 10)), getattr(net, "laplacian", "unnormalized"))
+    values, _ = spectrum(w, min(len(sample), max(2 * k, 10)), net.laplacian)
     plots.plot_spectrum(path, values, k, n_points=len(sample), n_total=n)
 
 
-def _summary(args, net, n, d, seconds, labels):
+def _summary(args, net, n, d, seconds, labels, params):
     import numpy as np
 
     history = net.history_
@@ -383,7 +380,7 @@ def _summary(args, net, n, d, seconds, labels):
         "final_val_loss": float(history["val_loss"][-1]),
         "cluster_sizes": np.bincount(net.labels_, minlength=net.n_clusters).tolist(),
         "params": {key: (repr(v) if not isinstance(v, (int, float, str, tuple)) else v)
-                   for key, v in estimator_params(args).items()},
+                   for key, v in params.items()},
     }
     if labels is not None:
         from .metrics import acc, nmi

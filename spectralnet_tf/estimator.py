@@ -14,6 +14,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
 from . import distribute as dist
+from .checks import check_choice, check_int, check_positive, check_real, check_units
 from .affinity import AFFINITIES, GaussianAffinity, check_labels
 from .checkpoint import Checkpointer
 from .centroids import assign, fit_centroids
@@ -70,36 +71,8 @@ def check_rows(X, name="X"):
     return X
 
 
-def _check_int(name, value, low):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {name}={value!r}.")
-
-
-def _check_real(name, value, ok, allowed):
-    """A real number (not a bool) for which ``ok(value)`` holds; the error
-    says it must be ``allowed``."""
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not ok(value):
-        raise ValueError(f"{name} must be {allowed}, got {name}={value!r}.")
-
-
-def _check_positive(name, value):
-    _check_real(name, value, lambda v: v > 0, "a number > 0")
-
-
 def _is_auto(value):
     return isinstance(value, str) and value == "auto"
-
-
-def _check_units(name, value):
-    if not (isinstance(value, (tuple, list)) and len(value) > 0
-            and all(isinstance(u, numbers.Integral) and u >= 1 for u in value)):
-        raise ValueError(f"{name} must be 'auto' or a non-empty tuple of positive integers, "
-                         f"got {name}={value!r}.")
-
-
-def _check_choice(name, value, choices):
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {tuple(choices)}, got {name}={value!r}.")
 
 
 def _seed(random_state):
@@ -486,7 +459,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         ``Plan``; raises the ValueError that ``fit`` would, before any work.
         """
         n = n_samples
-        _check_int("n_clusters", self.n_clusters, 1)
+        check_int("n_clusters", self.n_clusters, 1)
         if n < self.n_clusters:
             raise ValueError(
                 f"X has n_samples={n}, fewer than n_clusters={self.n_clusters}."
@@ -502,11 +475,11 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                 "affinity has an embedding of its own and affinity_embedding is set too; set "
                 f"one of them, got affinity={self.affinity!r} and "
                 f"affinity_embedding={self.affinity_embedding!r}.")
-        _check_choice("laplacian", self.laplacian, LAPLACIANS)
-        _check_choice("gradient", self.gradient, GRADIENTS)
-        _check_choice("init", self.init, INITS)
-        _check_choice("output_activation", self.output_activation, OUTPUT_ACTIVATIONS)
-        _check_choice("dtype_policy", self.dtype_policy, DTYPE_POLICIES)
+        check_choice("laplacian", self.laplacian, LAPLACIANS)
+        check_choice("gradient", self.gradient, GRADIENTS)
+        check_choice("init", self.init, INITS)
+        check_choice("output_activation", self.output_activation, OUTPUT_ACTIVATIONS)
+        check_choice("dtype_policy", self.dtype_policy, DTYPE_POLICIES)
         if not (self.distribute is None or isinstance(self.distribute, tf.distribute.Strategy)):
             raise ValueError(
                 "distribute must be a tf.distribute.Strategy or None, got "
@@ -519,18 +492,19 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                 "minibatches: random_state must be an int, got "
                 f"random_state={self.random_state!r}."
             )
-        _check_int("patience", self.patience, 1)
+        check_int("patience", self.patience, 1)
         if not _is_auto(self.max_epochs):
-            _check_int("max_epochs", self.max_epochs, 1)
+            check_int("max_epochs", self.max_epochs, 1)
         if not _is_auto(self.hidden_units):
-            _check_units("hidden_units", self.hidden_units)
-        _check_real("validation_fraction", self.validation_fraction, lambda v: 0 < v < 1, "in (0, 1)")
+            check_units("hidden_units", self.hidden_units,
+                        "'auto' or a non-empty tuple of positive integers")
+        check_real("validation_fraction", self.validation_fraction, lambda v: 0 < v < 1, "in (0, 1)")
         if self.encoder is not None and not hasattr(self.encoder, "predict"):
             raise ValueError(f"encoder must be a Keras model or None, got encoder={self.encoder!r}.")
-        _check_positive("learning_rate", self.learning_rate)
-        _check_real("label_weight", self.label_weight, lambda v: 0 <= v < np.inf, "a number >= 0")
-        _check_real("labeled_share", self.labeled_share, lambda v: 0 <= v <= 1, "in [0, 1]")
-        _check_positive("min_lr", self.min_lr)
+        check_positive("learning_rate", self.learning_rate)
+        check_real("label_weight", self.label_weight, lambda v: 0 <= v < np.inf, "a number >= 0")
+        check_real("labeled_share", self.labeled_share, lambda v: 0 <= v <= 1, "in [0, 1]")
+        check_positive("min_lr", self.min_lr)
         if isinstance(embedding, SiameseEmbedding):
             try:
                 embedding.check_params(self._strategy())
@@ -560,7 +534,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         if self.steps_per_epoch is None:
             steps = max(n_train // batch_size, MIN_STEPS_PER_EPOCH)
         else:
-            _check_int("steps_per_epoch", self.steps_per_epoch, 1)
+            check_int("steps_per_epoch", self.steps_per_epoch, 1)
             steps = self.steps_per_epoch
         epochs = auto_max_epochs(steps) if _is_auto(self.max_epochs) else self.max_epochs
         if _is_auto(self.hidden_units):
@@ -575,7 +549,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         if value is None:  # rounded down to equal shards under a strategy
             default = min(DEFAULT_BATCH_SIZE, n_train)
             return default - default % dist.n_replicas(self._strategy())
-        _check_int(name, value, self.n_clusters)
+        check_int(name, value, self.n_clusters)
         dist.check_divisible(name, value, self._strategy())
         if value > n_train:
             raise ValueError(

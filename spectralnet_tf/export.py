@@ -20,6 +20,7 @@ import re
 import keras
 import numpy as np
 import tensorflow as tf
+from sklearn.base import clone
 
 from .affinity import AFFINITIES, FullGaussianAffinity, GaussianKNNAffinity
 from .atomic import atomic_directory, atomic_file, publish
@@ -315,8 +316,7 @@ def load_estimator(cls, path):
     estimator.affinity_embedding_ = None
     if siamese:
         embedding = keras.models.load_model(os.path.join(path, SIAMESE_FILE))
-        fitted = type(params["affinity_embedding"])(
-            **params["affinity_embedding"].get_params(deep=False))
+        fitted = clone(params["affinity_embedding"])
         fitted.model_, fitted.history_ = embedding, state["siamese_history_"]
         estimator.affinity_embedding_ = fitted
         estimator.siamese_, estimator.siamese_history_ = embedding, state["siamese_history_"]

@@ -109,6 +109,10 @@ class AnnoyNeighbors:
         return _drop_self(dist, idx, n_neighbors)
 
 
+#: The backends ``make_neighbors`` builds by name.
+BACKENDS = ("auto", "exact", "annoy")
+
+
 def make_neighbors(neighbors="auto", n_samples=None, random_state=None):
     """Return a backend from a name ("auto", "exact", "annoy") or pass one through."""
     if hasattr(neighbors, "kneighbors"):

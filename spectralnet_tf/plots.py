@@ -77,7 +77,7 @@ def plot_training(path, history):
     plt.close(fig)
 
 
-def _subset(n, max_points, seed=0):
+def subset(n, max_points, seed=0):
     """Sorted random row indices, at most ``max_points`` of ``n``."""
     if n <= max_points:
         return np.arange(n)
@@ -91,7 +91,7 @@ def plot_embedding(path, embedding, labels, max_panels=5, max_points=MAX_SCATTER
     cluster, so clusters show as separate blobs; with k > 2 each pair
     separates some of them."""
     embedding, labels = np.asarray(embedding), np.asarray(labels)
-    keep = _subset(len(embedding), max_points)
+    keep = subset(len(embedding), max_points)
     y, c = embedding[keep], labels[keep]
     k = y.shape[1]
     pairs = [(j, j + 1) for j in range(0, k - 1, 2)][:max_panels] or [(0, 0)]

@@ -7,7 +7,6 @@ validation-loss learning-rate schedule as SpectralNet. Each epoch runs as one
 compiled ``tf.function``.
 """
 
-import numbers
 
 import keras
 import numpy as np
@@ -16,8 +15,9 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from . import distribute
+from .checks import check_choice, check_int, check_positive, check_units
 from .losses import contrastive_loss
-from .neighbors import make_neighbors
+from .neighbors import BACKENDS, make_neighbors
 from .networks import DTYPE_POLICIES, dense_stack
 from .streaming import map_batches
 from .train import PlateauSchedule, run_epochs, sample_rows
@@ -144,8 +144,6 @@ def _group_pairs(groups, rng):
     return [first], [order[start + within]], [np.ones(first.size, np.float32)]
 
 
-#: Names of the nearest-neighbour backends (``neighbors.make_neighbors``).
-NEIGHBOR_BACKENDS = ("auto", "exact", "annoy")
 #: Activations of the Siamese output layer: ours, and the paper's Table 3.
 SIAMESE_OUTPUT_ACTIVATIONS = ("linear", "relu")
 
@@ -337,29 +335,23 @@ class SiameseEmbedding(BaseEstimator):
     def check_params(self, strategy=None):
         """Raise a ValueError naming the first bad parameter; under a
         ``tf.distribute`` strategy ``batch_size`` must divide by its replicas."""
-        units = self.hidden_units
-        if not (isinstance(units, (tuple, list)) and len(units) > 0
-                and all(_is_int(u, 1) for u in units)):
-            raise ValueError("hidden_units must be a non-empty tuple of positive integers, got "
-                             f"hidden_units={units!r}.")
-        _check_choice("output_activation", self.output_activation, SIAMESE_OUTPUT_ACTIVATIONS)
-        _check_int("n_nbrs", self.n_nbrs, 1)
+        check_units("hidden_units", self.hidden_units)
+        check_choice("output_activation", self.output_activation, SIAMESE_OUTPUT_ACTIVATIONS)
+        check_int("n_nbrs", self.n_nbrs, 1)
         if self.positives_per_point is not None:
-            _check_int("positives_per_point", self.positives_per_point, 1)
-        _check_int("batch_size", self.batch_size, 1)
+            check_int("positives_per_point", self.positives_per_point, 1)
+        check_int("batch_size", self.batch_size, 1)
         distribute.check_divisible("batch_size", self.batch_size, distribute.get(strategy))
-        _check_int("max_epochs", self.max_epochs, 1)
+        check_int("max_epochs", self.max_epochs, 1)
         if self.steps_per_epoch is not None:
-            _check_int("steps_per_epoch", self.steps_per_epoch, 1)
-        _check_int("patience", self.patience, 1)
+            check_int("steps_per_epoch", self.steps_per_epoch, 1)
+        check_int("patience", self.patience, 1)
         for name in ("learning_rate", "min_lr"):
-            value = getattr(self, name)
-            if not _is_real(value) or not value > 0:
-                raise ValueError(f"{name} must be a number > 0, got {name}={value!r}.")
-        _check_choice("dtype_policy", self.dtype_policy, DTYPE_POLICIES)
+            check_positive(name, getattr(self, name))
+        check_choice("dtype_policy", self.dtype_policy, DTYPE_POLICIES)
         if not (hasattr(self.neighbors, "kneighbors")
-                or (isinstance(self.neighbors, str) and self.neighbors in NEIGHBOR_BACKENDS)):
-            raise ValueError(f"neighbors must be one of {NEIGHBOR_BACKENDS} or an object with a "
+                or (isinstance(self.neighbors, str) and self.neighbors in BACKENDS)):
+            raise ValueError(f"neighbors must be one of {BACKENDS} or an object with a "
                              f"kneighbors method, got neighbors={self.neighbors!r}.")
 
     def fit(self, X, y=None, *, labels=None, groups=None, seed=0, verbose=0, checkpointer=None,
@@ -391,20 +383,3 @@ class SiameseEmbedding(BaseEstimator):
             raise NotFittedError("This SiameseEmbedding is not fitted yet; call fit first.")
         return map_batches(self.model_, X)
 
-
-def _is_int(value, low):
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
-
-
-def _is_real(value):
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _check_int(name, value, low):
-    if not _is_int(value, low):
-        raise ValueError(f"{name} must be an integer >= {low}, got {name}={value!r}.")
-
-
-def _check_choice(name, value, choices):
-    if not (isinstance(value, str) and value in choices):
-        raise ValueError(f"{name} must be one of {tuple(choices)}, got {name}={value!r}.")
