@@ -6,3 +6,9 @@ them into BENCHMARKS.md (``report``), and the research commands (``bench``,
 with the paper's VC construction in ``vc_construction``, ``sweep``,
 ``ablations``, ``pretrain_ae``). Each command's entry point is
 ``scripts/NAME.py``."""
+
+import os
+
+# TensorFlow's C++ info lines (oneDNN, CPU features) would precede every
+# command's output; set before any harness module imports TensorFlow.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

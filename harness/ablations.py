@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Small measurements behind the MNIST settings in spectralnet_tf/configs.py. Each
+"""Small measurements behind the MNIST settings in harness/configs.py. Each
 appends a table to BENCHMARKS.md (machine, date, command).
 
     python scripts/ablations.py affinity    # exact spectral clustering of 5,000 codes per affinity
@@ -15,20 +15,19 @@ import glob
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras
+from sklearn.neighbors import KNeighborsClassifier
 
-import keras  # noqa: E402
-from sklearn.neighbors import KNeighborsClassifier  # noqa: E402
-
-from .bench import append  # noqa: E402
-from .records import ROOT, note_start  # noqa: E402
-from spectralnet_tf.affinity import GaussianKNNAffinity  # noqa: E402
-from spectralnet_tf.autoencoder import load_encoder  # noqa: E402
-from spectralnet_tf.datasets import MNIST_N_TRAIN, load_dataset  # noqa: E402
-from spectralnet_tf.metrics import acc  # noqa: E402
-from spectralnet_tf.resources import sha256  # noqa: E402
-from spectralnet_tf.neighbors import ExactNeighbors  # noqa: E402
-from spectralnet_tf.siamese import build_siamese, make_pairs, train_siamese  # noqa: E402
+from .bench import append
+from .records import ROOT, note_start
+from spectralnet_tf.affinity import GaussianKNNAffinity
+from spectralnet_tf.autoencoder import load_encoder
+from spectralnet_tf.datasets import MNIST_N_TRAIN, load_dataset
+from spectralnet_tf.metrics import acc
+from spectralnet_tf.resources import sha256
+from spectralnet_tf.neighbors import ExactNeighbors
+from spectralnet_tf.spectral import spectral_clustering
+from spectralnet_tf.siamese import build_siamese, make_pairs, train_siamese
 
 AE = os.path.join(ROOT, "pretrained_ae", "ae_mnist_weights.h5")
 
@@ -44,8 +43,6 @@ def purity(z, y, k=10):
 
 
 def ablate_affinity(command):
-    from spectralnet_tf.spectral import spectral_clustering
-
     z, y = codes(5000)
     rows = []
     for n_nbrs, scale_nbr, scale in [(3, 2, "global"), (10, 10, "global"), (10, 5, "local")]:

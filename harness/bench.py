@@ -24,12 +24,10 @@ import shutil
 import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from .records import ROOT, SCRIPTS, matmul_rate, note_start, peak_rss_gib, save_record  # noqa: E402
-from .report import redraw_scale_png, report, rows_table  # noqa: E402
+from .records import ROOT, SCRIPTS, matmul_rate, note_start, peak_rss_gib, save_record
+from .report import redraw_scale_png, report, rows_table
 
 
 def append(title, header, rows, command):
@@ -251,7 +249,6 @@ def bench_reuters_scale(args, command):
     import subprocess
     import tempfile
 
-    root = ROOT
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -269,7 +266,7 @@ def bench_reuters_scale(args, command):
             subprocess.run([sys.executable, os.path.join(SCRIPTS, "run.py"), "--dset", "reuters",
                             "--data-dir", data_dir, "--ae-weights", ae, "--out", out,
                             "--epochs", str(args.epochs), "--siamese-epochs", str(args.epochs),
-                            "--no-exact", "--no-plots", "--quiet"], check=True, env=env, cwd=root)
+                            "--no-exact", "--no-plots", "--quiet"], check=True, env=env, cwd=ROOT)
             with open(os.path.join(out, "results.json")) as f:
                 r = json.load(f)
             s = r["seconds"]
@@ -429,14 +426,13 @@ def main(argv=None):
                 f"and 'accept' (the main tables' records), got --tag {args.tag!r}")
     args.sizes = args.sizes or {"scale": [70000, 250000, 1000000, 2500000, 8100000]}.get(
         args.what, [25000, 50000, 100000, 200000])
+    if args.what == "report":
+        return report(args.check)
     command = "python scripts/bench.py " + " ".join(argv)
     {"matmul": bench_matmul, "step": bench_step, "run": bench_run, "serve": bench_serve,
      "reuters-scale": bench_reuters_scale, "scale": bench_scale,
      "kmeans-sample": bench_kmeans_sample, "profile": bench_profile,
-     "default-fit": bench_default_fit,
-     "report": lambda args, command: report(args.check)}[args.what](args, command)
-    if args.what == "report":
-        return
+     "default-fit": bench_default_fit}[args.what](args, command)
     print(f"peak RSS {peak_rss_gib():.2f} GiB")
 
 

@@ -28,9 +28,8 @@ import sys
 
 import numpy as np
 
+from .cluster import localhost_cluster
 from .records import SCRIPTS, matmul_rate, note_start, record_heading, save_record
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 #: The MNIST net (paper Table 3) on 10-d codes, k = 10.
 DIMS = (10, 1024, 1024, 512, 10)
@@ -105,8 +104,6 @@ def _launch(flags, workers=1, env=None):
     if workers == 1:
         procs = [subprocess.Popen(argv, env=base, stdout=subprocess.PIPE, text=True)]
     else:
-        from .cluster import localhost_cluster
-
         procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, text=True,
                                   env=dict(base, TF_CONFIG=config))
                  for config in localhost_cluster(workers)]

@@ -25,9 +25,7 @@ import os
 import subprocess
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from .records import (ROOT, SCRIPTS, machine_and_commit, matmul_rate, note_start,  # noqa: E402
+from .records import (ROOT, SCRIPTS, machine_and_commit, matmul_rate, note_start,
                       record_heading, save_record)
 
 #: Table 1's MNIST rows: run.py flags, and the paper's ACC and NMI (mean, +-).

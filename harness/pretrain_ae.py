@@ -27,23 +27,21 @@ import sys
 from functools import partial
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras
+import numpy as np
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-from spectralnet_tf import distribute  # noqa: E402
-from spectralnet_tf.atomic import atomic_file  # noqa: E402
-from spectralnet_tf.autoencoder import (build_autoencoder, load_ae_weights,  # noqa: E402
+from spectralnet_tf import distribute
+from spectralnet_tf.atomic import atomic_file
+from spectralnet_tf.autoencoder import (build_autoencoder, load_ae_weights,
                                         save_ae_weights, train_autoencoder)
-from spectralnet_tf.centroids import assign, fit_centroids  # noqa: E402
-from spectralnet_tf.checkpoint import Checkpointer  # noqa: E402
-from spectralnet_tf.datasets import (DATA_DIR_ENV, MNIST_IMAGE_SHAPE, MNIST_N_TRAIN,  # noqa: E402
+from spectralnet_tf.centroids import assign, fit_centroids
+from spectralnet_tf.checkpoint import Checkpointer
+from spectralnet_tf.datasets import (DATA_DIR_ENV, MNIST_IMAGE_SHAPE, MNIST_N_TRAIN,
                                      infimnist, mnist, reuters)
-from spectralnet_tf.infimnist import REDEFORM_KEYS, redeform  # noqa: E402
-from spectralnet_tf.metrics import acc, nmi  # noqa: E402
-from spectralnet_tf.resources import sha256  # noqa: E402
-from spectralnet_tf.streaming import Rows, map_batches  # noqa: E402
+from spectralnet_tf.infimnist import REDEFORM_KEYS, redeform
+from spectralnet_tf.metrics import acc, nmi
+from spectralnet_tf.resources import sha256
+from spectralnet_tf.streaming import Rows, map_batches
 
 OUT_DIR = os.path.join(ROOT, "pretrained_ae")
 DEFAULT_OUT = {

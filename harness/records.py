@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 
+from spectralnet_tf.atomic import atomic_file
+
 #: The repository root (the harness lives in ROOT/harness).
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
@@ -86,6 +88,17 @@ def peak_rss_gib():
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)
 
 
+#: run.py's phases that compute references for the record (exact spectral
+#: clustering, the Grassmann distances), not part of clustering the data.
+REFERENCE_PHASES = ("exact", "grassmann", "grassmann_plain", "exact_plain")
+
+
+def seconds_without_references(seconds):
+    """A run's ``results["seconds"]`` total less its reference phases: what
+    ``run.py`` takes without ``--grassmann`` and ``--exact-knn``."""
+    return seconds["total"] - sum(seconds.get(key, 0.0) for key in REFERENCE_PHASES)
+
+
 _AT_START = []
 
 
@@ -113,12 +126,9 @@ def save_record(tag, extra, group, folder=None):
     record = {"command": f"python scripts/{script} " + shlex.join(sys.argv[1:]),
               "commit": tree, "date": datetime.date.today().isoformat(),
               "machine": machine_name, **extra}
-    folder = folder or RESULTS
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, f"{record['date']}-{group}-{tag}.json")
-    with open(path + ".tmp", "w") as f:
+    path = os.path.join(folder or RESULTS, f"{record['date']}-{group}-{tag}.json")
+    with atomic_file(path) as f:
         json.dump(record, f, indent=1)
-    os.replace(path + ".tmp", path)
     print(f"record: {path}")
     return path
 

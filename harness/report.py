@@ -16,8 +16,11 @@ import re
 
 import numpy as np
 
+from spectralnet_tf.atomic import atomic_file
+
 from . import distributed, preset, saddle, selection, semisup, vc
-from .records import RESULTS, ROOT, load_record as _load, record_heading, run_param
+from .records import (RESULTS, ROOT, load_record, record_heading, run_param,
+                      seconds_without_references)
 
 def rows_table(record):
     """Markdown of a "rows" record: its title's table."""
@@ -50,7 +53,7 @@ def render(renderer, paths):
         "distributed": lambda p: _printed(distributed.table, one(record=p)),
         "vc": lambda p: _printed(vc.table, p),
         "select": lambda p: _printed(selection.table, one(records=[p])),
-        "rows": lambda p: (lambda r: f"{record_heading(r)}\n\n{rows_table(r)}")(_load(p)),
+        "rows": lambda p: (lambda r: f"{record_heading(r)}\n\n{rows_table(r)}")(load_record(p)),
     }
     if renderer in per_record:
         return "\n\n".join(per_record[renderer](p) for p in paths)
@@ -66,7 +69,7 @@ def render(renderer, paths):
         return _printed(saddle.mnist_status, paths)
     if renderer == "distributed-scaling":  # an overhead record, then a split record
         overhead, split = paths
-        return (record_heading(_load(split)) + "\n\n" + _printed(distributed.scaling, one(
+        return (record_heading(load_record(split)) + "\n\n" + _printed(distributed.scaling, one(
             overhead=overhead, split=split, gbs=100.0, latency_us=20.0)))
     raise ValueError(f"unknown renderer {renderer!r} in a report block")
 
@@ -99,9 +102,8 @@ def report(check=False):
             continue
         stale.append(name)
         if not check:
-            with open(path + ".tmp", "w") as f:
+            with atomic_file(path) as f:
                 f.write(new)
-            os.replace(path + ".tmp", path)
     if check and stale:
         raise SystemExit(f"stale: {', '.join(stale)} (run: python scripts/bench.py report)")
     print(("rewritten: " if stale else "up to date: ") + ", ".join(stale or REPORTED))
@@ -124,8 +126,6 @@ def redraw_scale_png():
 def spectralnet_seconds(r):
     """Seconds of a ``scale`` record's run without its exact reference: what
     ``run.py`` takes without ``--exact-knn`` (the issue's end to end)."""
-    from .reproduce import seconds_without_references
-
     return seconds_without_references(r["seconds"])
 
 
@@ -138,7 +138,7 @@ def scale_plot(paths):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    loaded = sorted((_load(p) for p in paths), key=lambda r: r["n"])
+    loaded = sorted((load_record(p) for p in paths), key=lambda r: r["n"])
     accepted = [r for r in loaded if "--acceptance" in r["command"].split()]
     records = [r for r in loaded if r not in accepted]
     traced = [r for r in loaded if r.get("rss_trace")]
@@ -206,7 +206,7 @@ def scale_table(paths):
     """Markdown: one row per ``scale`` record (``scale_label``). "SpectralNet
     min" leaves out the exact reference (``spectralnet_seconds``); "total min"
     keeps it."""
-    rows = [_load(p) for p in paths]
+    rows = [load_record(p) for p in paths]
     _table_head(rows, [
         "n", "SpectralNet ACC / NMI", "ACC on MNIST's own / deformed digits",
         "exact SC, kNN graph: ACC / NMI, s", "k-means on codes ACC", "fresh 10k ACC",
@@ -255,7 +255,7 @@ def budget_table(paths):
         return "not at the end" if epoch is None else epoch
 
     phases = (("Siamese", "siamese_history", "siamese"), ("SpectralNet", "history", None))
-    rows = [r for r in map(_load, paths) if any(r.get(key, {}).get("val_loss")
+    rows = [r for r in map(load_record, paths) if any(r.get(key, {}).get("val_loss")
                                                 for _, key, _ in phases)]
     _table_head(rows, [
         "run", "phase", "epochs run / max", "steps per epoch",
@@ -292,7 +292,7 @@ def graph_table(paths):
     ``1 - lambda_k / lambda_k+1``, and the smallest and largest cluster of
     exact SC. With labels, for the record: exact SC's ACC in all and on each
     part, and the graph's mean edge purity (``spectral.edge_purity``)."""
-    rows = [r for r in map(_load, paths) if "exact_eigenvalues_plain" in r]
+    rows = [r for r in map(load_record, paths) if "exact_eigenvalues_plain" in r]
     _table_head(rows, [
         "run", "exact SC ACC", "on MNIST's own / deformed digits", "lambda_k", "lambda_k+1",
         "relative gap", "smallest / largest cluster", "edge purity",

@@ -25,32 +25,30 @@ import shutil
 import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np
+import tensorflow as tf
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+from spectralnet_tf import distribute
+from . import rundir
+from spectralnet_tf.affinity import AFFINITIES, SCALES
+from spectralnet_tf.siamese import SiameseEmbedding
+from spectralnet_tf.atomic import atomic_file
+from spectralnet_tf.autoencoder import load_encoder
+from spectralnet_tf.centroids import kmeans_labels, kmeans_labels_inertia
+from spectralnet_tf.datasets import DATA_DIR_ENV, DATASETS, MNIST_N_TRAIN, load_dataset
+from spectralnet_tf.estimator import SpectralNet, make_affinity, make_affinity_embedding
+from spectralnet_tf.infimnist import N_ORIGINAL, InfiMNIST
+from spectralnet_tf.losses import LAPLACIANS
+from spectralnet_tf.metrics import acc, grassmann, matched, nmi
+from spectralnet_tf.networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS
+from spectralnet_tf.resources import pretrained_path, sha256
+from spectralnet_tf.spectral import DENSE_MAX_N, EigensolverTimeout, edge_purity, spectrum
+from spectralnet_tf.streaming import Rows, is_lazy, map_batches
+from spectralnet_tf.cli import layer_widths
+from spectralnet_tf.train import GRADIENTS, INITS
 
-from spectralnet_tf import distribute  # noqa: E402
-from . import rundir  # noqa: E402
-from spectralnet_tf.affinity import AFFINITIES, SCALES  # noqa: E402
-from spectralnet_tf.siamese import SiameseEmbedding  # noqa: E402
-from spectralnet_tf.atomic import atomic_file  # noqa: E402
-from spectralnet_tf.autoencoder import load_encoder  # noqa: E402
-from spectralnet_tf.centroids import kmeans_labels, kmeans_labels_inertia  # noqa: E402
-from spectralnet_tf.datasets import DATA_DIR_ENV, DATASETS, MNIST_N_TRAIN, load_dataset  # noqa: E402
-from spectralnet_tf.estimator import SpectralNet, make_affinity, make_affinity_embedding  # noqa: E402
-from spectralnet_tf.infimnist import N_ORIGINAL, InfiMNIST  # noqa: E402
-from spectralnet_tf.losses import LAPLACIANS  # noqa: E402
-from spectralnet_tf.metrics import acc, grassmann, matched, nmi  # noqa: E402
-from spectralnet_tf.networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS  # noqa: E402
-from spectralnet_tf.resources import pretrained_path, sha256  # noqa: E402
-from spectralnet_tf.spectral import DENSE_MAX_N, EigensolverTimeout, edge_purity, spectrum  # noqa: E402
-from spectralnet_tf.streaming import Rows, is_lazy, map_batches  # noqa: E402
-from spectralnet_tf.cli import layer_widths  # noqa: E402
-from spectralnet_tf.train import GRADIENTS, INITS  # noqa: E402
-
-from .configs import config_for  # noqa: E402
-from .records import peak_rss_gib  # noqa: E402
+from .configs import config_for
+from .records import peak_rss_gib
 
 PROG = "run.py"
 #: Largest exact reference graph (--grassmann): MNIST's is 70,000 x 684 = 48M edges.
@@ -513,17 +511,6 @@ def exact_reference(net, affinity, z, y, seed, batch_size, neighbors="exact", ti
                                          "acc": acc(y, found)}
                                         for i, (found, inertia) in enumerate(runs)]
     return labels, vecs, figures
-
-
-#: run.py's phases that compute references for the record (exact spectral
-#: clustering, the Grassmann distances), not part of clustering the data.
-REFERENCE_PHASES = ("exact", "grassmann", "grassmann_plain", "exact_plain")
-
-
-def seconds_without_references(seconds):
-    """A run's ``results["seconds"]`` total less its reference phases: what
-    ``run.py`` takes without ``--grassmann`` and ``--exact-knn``."""
-    return seconds["total"] - sum(seconds.get(key, 0.0) for key in REFERENCE_PHASES)
 
 
 def record_params(net):

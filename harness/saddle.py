@@ -30,10 +30,8 @@ import sys
 import tempfile
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from .records import (ROOT, matmul_rate, note_start, record_heading, run_param,  # noqa: E402
-                      save_record)
+from .records import (ROOT, matmul_rate, note_start, record_heading, run_param,
+                      save_record, seconds_without_references)
 
 #: Minibatches over which the expected minibatch loss is averaged.
 LOSS_BATCHES = 100
@@ -160,7 +158,6 @@ def cmd_subset(args):
     and oneDNN setting, two one-thread processes at a time."""
     import subprocess
 
-
     helper = os.path.join(ROOT, "tests", "mnist_variant.py")
     trials = []
     for seed in args.seeds:
@@ -267,7 +264,6 @@ def mnist_table(records):
     """One row per ``mnist`` record (seed, numeric variant, commit), then the
     min / median / max of ACC, NMI and Grassmann over all of them."""
     import numpy as np
-    from .reproduce import seconds_without_references
 
     split = _is_split(records)
     print("| seed | numerics | commit | init | ACC | NMI "
@@ -319,7 +315,6 @@ def _spread(values):
 def mnist_status(paths):
     """README's MNIST status lines, from the same records as the table."""
     import numpy as np
-    from .reproduce import seconds_without_references
 
     records = []
     for path in paths:

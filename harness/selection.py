@@ -32,9 +32,7 @@ import argparse
 import os
 import re
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from .records import note_start, record_heading, save_record  # noqa: E402
+from .records import note_start, record_heading, save_record
 
 #: The grids, fixed before any run. "net": architecture and learning rate
 #: (the paper's protocol); "affinity": what changes the graph.
@@ -202,7 +200,6 @@ def print_table(record):
 
 def table(args):
     import json
-
 
     for path in args.records:
         with open(path) as f:

@@ -25,13 +25,10 @@ import subprocess
 import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from .records import (ROOT, SCRIPTS, machine_and_commit, matmul_rate, note_start,  # noqa: E402
-                      record_heading)
-from .records import save_record as save  # noqa: E402
+from .records import (ROOT, SCRIPTS, machine_and_commit, matmul_rate, note_start,
+                      record_heading, save_record)
 
 #: (outer radius, noise): from 0.08 up to the largest noise at which the Bayes
 #: rule still reaches >= 0.985 (at both outer radii), so every setting is learnable.
@@ -167,9 +164,9 @@ def _trial(job):
     return trial(*job)
 
 
-def save_record(kind, tag, args, trials, extra):
+def save_trials(kind, tag, args, trials, extra):
     """A semisup record: ``records.save_record`` with the trials, in --results."""
-    return save(tag, {"kind": kind, **extra, "trials": trials}, group="semisup",
+    return save_record(tag, {"kind": kind, **extra, "trials": trials}, group="semisup",
                 folder=args.results)
 
 
@@ -202,7 +199,7 @@ def cmd_grid(args):
     bayes = {f"{r2}/{noise}": rings_bayes_accuracy(noise, (1.0, r2)) for r2, noise in args.settings}
     trials = run_trials(jobs, sys.stdout, args.processes)
     tag = args.tag or ("grid-labels" if args.fraction > 0 else "grid-nolabels")
-    save_record("grid", tag, args, trials, {"params": params, "bayes": bayes,
+    save_trials("grid", tag, args, trials, {"params": params, "bayes": bayes,
                                              "processes": args.processes,
                                              "matmul_gflops": round(rate, 1)})
 
@@ -228,7 +225,7 @@ def cmd_ablate(args):
             for name, n, r2, noise, s in keys]
     trials = [{"variant": key[0], **out}
               for key, out in zip(keys, run_trials(jobs, sys.stdout, args.processes))]
-    save_record("ablate", args.tag or "ablate", args, trials,
+    save_trials("ablate", args.tag or "ablate", args, trials,
                 {"params": params, "variants": {k: VARIANTS[k] for k in names},
                  "processes": args.processes, "matmul_gflops": round(rate, 1)})
 
@@ -282,7 +279,7 @@ def cmd_cause(args):
                     float(wb[np.ix_(lab, lab)].sum() / wb.sum()), 5)
                 print(json.dumps(out), flush=True)
                 trials.append(out)
-    save_record("cause", args.tag or "cause", args, trials, {})
+    save_trials("cause", args.tag or "cause", args, trials, {})
 
 
 def labeled_grid_trials(paths):
@@ -324,7 +321,7 @@ def cmd_arcs(args):
         trials.append(out)
     widest = [max(t["inner_widest_unlabeled_arc"], t["outer_widest_unlabeled_arc"]) for t in trials]
     rho = spearmanr(widest, [t["acc"] for t in trials])
-    save_record("arcs", args.tag or "arcs", args, trials,
+    save_trials("arcs", args.tag or "arcs", args, trials,
                 {"records": [os.path.basename(p) for p in args.records],
                  "spearman_widest_arc_acc": round(float(rho.statistic), 3),
                  "spearman_p": float(f"{rho.pvalue:.3g}")})
@@ -365,7 +362,7 @@ def cmd_harmonic(args):
             sys.exit(f"semisup.py harmonic: n={t['n']}, seed {t['seed']}: {err}")
         trials.append(out)
         print(json.dumps(out), flush=True)
-    save_record("harmonic", args.tag or "harmonic", args, trials,
+    save_trials("harmonic", args.tag or "harmonic", args, trials,
                 {"records": [os.path.basename(p) for p in args.records]})
 
 
@@ -394,7 +391,7 @@ def cmd_mnist(args):
                        "epochs": r["epochs"], "seconds": r["seconds"],
                        "peak_rss_gib": r["peak_rss_gib"], "run": out})
         print(json.dumps(trials[-1]), flush=True)
-    save_record("mnist", args.tag or f"mnist-labels-seed{args.seed}", args, trials,
+    save_trials("mnist", args.tag or f"mnist-labels-seed{args.seed}", args, trials,
                 {"seed": args.seed, "matmul_gflops": round(rate, 1)})
 
 

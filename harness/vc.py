@@ -14,12 +14,9 @@ record to ``benchmarks/results/`` unless ``--no-record``.
 """
 
 import argparse
-import os
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from .records import note_start, record_heading, save_record  # noqa: E402
+from .records import note_start, record_heading, save_record
 
 
 def print_rows(rows, fraction):
@@ -39,7 +36,6 @@ def print_rows(rows, fraction):
 def table(path):
     """A record's heading line and table."""
     import json
-
 
     with open(path) as f:
         r = json.load(f)
@@ -82,7 +78,7 @@ def main(argv=None):
     if not args.no_record:
 
         save_record("vc-check", {"kind": "vc", "sigma_fraction": vc.SIGMA_FRACTION, "rows": rows},
-                    group="selection")
+                    group="vc")
 
 
 if __name__ == "__main__":

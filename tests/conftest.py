@@ -52,10 +52,7 @@ def pytest_collection_modifyitems(items):
         kinds.setdefault(item.path.name, set()).add(item.get_closest_marker("slow") is not None)
     weight = {name: sum(FILE_SECONDS.get(name, (0, 0))[slow] for slow in found)
               for name, found in kinds.items()}
-    first = {}
-    for i, item in enumerate(items):
-        first.setdefault(item.path, i)
-    items.sort(key=lambda item: (-weight[item.path.name], first[item.path]))
+    items.sort(key=lambda item: -weight[item.path.name])  # stable: files stay whole, in order
 
 
 @pytest.fixture
@@ -64,9 +61,8 @@ def load_script():
     module a thin entry point runs, else the script file itself."""
 
     def load(name):
-        harness_module = {"run": "reproduce", "vc_check": "vc"}.get(name, name)
-        if importlib.util.find_spec(f"harness.{harness_module}") is not None:
-            return importlib.import_module(f"harness.{harness_module}")
+        if importlib.util.find_spec(f"harness.{name}") is not None:
+            return importlib.import_module(f"harness.{name}")
         spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "scripts", f"{name}.py"))
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
