@@ -173,6 +173,98 @@ def bench_default_fit(args, command):
         "seconds at 200 GFLOP/s"], rows, command)
 
 
+def bench_nclusters(args, command):
+    """``SpectralNet(n_clusters="auto")``'s choice of k (``Eigengap`` with its
+    defaults) on blobs (k = 2..8, neighbouring centres 6 and 8 apart, seeds
+    0 and 1; 2,000 points), on the illustrative sets (seeds 0-2) and, unless
+    ``--dsets`` leaves it out, on MNIST's codes with the MNIST recipe's
+    Siamese graph (the whole fit, seed 0). Each row: the true k, the chosen
+    one, the runner-up, whether the gap stood out, the spectrum's seconds."""
+    import warnings
+
+    from spectralnet_tf import Eigengap, GaussianKNNAffinity, SpectralNet
+    from spectralnet_tf.datasets import blobs, load_dataset
+
+    rows = []
+
+    def row(name, seed, n, k, chooser, extra=""):
+        rows.append([name, seed, n, k, chooser.n_clusters_, chooser.candidates_[1],
+                     "yes" if chooser.distinct_ else "no", f"{chooser.seconds_:.1f}", extra])
+        print(rows[-1], flush=True)
+
+    sets = args.dsets or ["blobs", *DEFAULT_FIT_SETS, "rings", "rings3d", "noisy_circles",
+                          "mnist"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the table says whether a gap stood out
+        for name in sets:
+            if name == "blobs":
+                for sep in (6.0, 8.0):
+                    for k in range(2, 9):
+                        for seed in (0, 1):
+                            x, _ = blobs(2000, k, sep, seed)
+                            affinity = GaussianKNNAffinity().fit(x, 1024, seed=seed)
+                            row(f"blobs, sep {sep:g}", seed, len(x), k,
+                                Eigengap().fit(affinity, x, 1024, seed=seed))
+            elif name == "mnist":
+                from harness.configs import config_for
+                from spectralnet_tf.autoencoder import load_encoder
+
+                x, y, k = load_dataset("mnist")
+                config = config_for("mnist")
+                encoder = load_encoder(os.path.join(ROOT, "pretrained_ae", "ae_mnist_weights.h5"))
+                net = SpectralNet("auto", encoder=encoder, random_state=0, **config).fit(x)
+                from spectralnet_tf.metrics import acc
+
+                row("mnist codes, Siamese graph", 0, len(x), k, net.n_clusters_chooser_,
+                    f"ACC {acc(y, net.labels_):.4f}")
+            else:
+                for seed in args.seeds:
+                    x, _, k = load_dataset(name, seed=seed)
+                    batch = min(1024, len(x))
+                    affinity = GaussianKNNAffinity().fit(x, batch, seed=seed)
+                    row(name, seed, len(x), k, Eigengap().fit(affinity, x, batch, seed=seed))
+    append('n_clusters="auto": the eigengap\'s k', [
+        "data", "seed", "n", "true k", "chosen k", "runner-up", "gap stands out", "seconds",
+        "note"], rows, command)
+
+
+def bench_graph_sbm(args, command):
+    """``affinity="precomputed"`` on a stochastic block model with node
+    features (``datasets.sbm``: 3 blocks, 3,000 nodes, the features' largest
+    variance a nuisance): trained on 2,400 nodes' features and the graph
+    among them, then ``predict`` on the other 600 nodes' features alone.
+    Beside it: exact spectral clustering of the training graph, k-means on
+    the raw features (fitted on the training nodes) and the Bayes rule of
+    the features (the true centres, nuisance ignored), on the held-out nodes."""
+    from sklearn.cluster import KMeans
+
+    from spectralnet_tf import SpectralNet
+    from spectralnet_tf.datasets import sbm
+    from spectralnet_tf.metrics import acc
+    from spectralnet_tf.spectral import cluster_graph
+
+    rows = []
+    for seed in args.seeds:
+        x, w, y = sbm(seed=seed)
+        train, held = np.arange(2400), np.arange(2400, 3000)
+        graph = w[train][:, train]
+        start = time.perf_counter()
+        net = SpectralNet(3, affinity="precomputed", random_state=seed).fit(x[train], graph=graph)
+        seconds = time.perf_counter() - start
+        exact, _ = cluster_graph(graph, 3, random_state=seed)
+        kmeans = KMeans(3, n_init=10, random_state=seed).fit(x[train])
+        centres = np.array([x[train][y[train] == b, :2].mean(axis=0) for b in range(3)])
+        bayes = np.argmin(((x[held, None, :2] - centres[None]) ** 2).sum(-1), axis=1)
+        rows.append([seed, f"{acc(y[train], net.labels_):.4f}", f"{acc(y[train], exact):.4f}",
+                     f"{acc(y[held], net.predict(x[held])):.4f}",
+                     f"{acc(y[held], kmeans.predict(x[held])):.4f}",
+                     f"{acc(y[held], bayes):.4f}", f"{seconds:.1f}"])
+        print(rows[-1], flush=True)
+    append('affinity="precomputed" on a stochastic block model with features', [
+        "seed", "ACC, training nodes", "exact SC of the graph", "ACC, held-out nodes",
+        "k-means on features, held-out", "Bayes rule, held-out", "fit seconds"], rows, command)
+
+
 def bench_run(args, command):
     from . import reproduce as cli
 
@@ -394,7 +486,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=["matmul", "step", "run", "serve", "reuters-scale", "scale",
-                                    "kmeans-sample", "profile", "default-fit", "report"])
+                                    "kmeans-sample", "profile", "default-fit", "nclusters",
+                                    "graph-sbm", "report"])
     p.add_argument("--check", action="store_true",
                    help="report: exit 1 if BENCHMARKS.md or README.md is stale")
     p.add_argument("--sizes", type=int, nargs="+",
@@ -414,9 +507,9 @@ def main(argv=None):
                    help="steps per timed epoch (step), calls per timed part (profile)")
     p.add_argument("--model", help="SavedModel version directory (serve)")
     p.add_argument("--dsets", nargs="+", help="default-fit: the data sets (default: "
-                   f"{' '.join(DEFAULT_FIT_SETS)})")
+                   f"{' '.join(DEFAULT_FIT_SETS)}); nclusters: blobs, illustrative sets, mnist")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
-                   help="default-fit: the seeds (default 0 1 2)")
+                   help="default-fit, nclusters, graph-sbm: the seeds (default 0 1 2)")
     own, rest = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     args = p.parse_args(own)
     args.rest = rest  # run.py arguments, after --
@@ -432,7 +525,8 @@ def main(argv=None):
     {"matmul": bench_matmul, "step": bench_step, "run": bench_run, "serve": bench_serve,
      "reuters-scale": bench_reuters_scale, "scale": bench_scale,
      "kmeans-sample": bench_kmeans_sample, "profile": bench_profile,
-     "default-fit": bench_default_fit}[args.what](args, command)
+     "default-fit": bench_default_fit, "nclusters": bench_nclusters,
+     "graph-sbm": bench_graph_sbm}[args.what](args, command)
     print(f"peak RSS {peak_rss_gib():.2f} GiB")
 
 

@@ -18,6 +18,8 @@ _EXPORTS = {
     "Orthonorm": "orthonorm",
     "GaussianKNNAffinity": "affinity",
     "FullGaussianAffinity": "affinity",
+    "PrecomputedAffinity": "affinity",
+    "Eigengap": "nclusters",
     "SiameseEmbedding": "siamese",
     "ExactNeighbors": "neighbors",
     "AnnoyNeighbors": "neighbors",

@@ -326,7 +326,154 @@ class GaussianKNNAffinity(GaussianAffinity):
         return 0.5 * (w + w.T)
 
 
-AFFINITIES = {"knn": GaussianKNNAffinity, "full": FullGaussianAffinity}
+#: ``PrecomputedAffinity`` keeps point indices as float32 coordinates: exact below this.
+MAX_PRECOMPUTED_POINTS = 1 << 24
+
+
+def check_graph(graph, n_samples):
+    """The user's graph over ``n_samples`` points as a float32 CSR matrix
+    without its diagonal, or a ValueError that names what is wrong: not a
+    matrix, the wrong shape, a NaN or inf, a negative weight, asymmetry,
+    or a vertex without an edge to another point."""
+    try:
+        w = sp.csr_matrix(graph, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"graph must be a scipy.sparse matrix or a 2-D array, got "
+                         f"{type(graph).__name__}: {err}") from None
+    if w.shape != (n_samples, n_samples):
+        raise ValueError(f"graph must have shape (n_samples, n_samples) = ({n_samples}, "
+                         f"{n_samples}), one row and column per row of X, got graph.shape="
+                         f"{w.shape}.")
+    if n_samples > MAX_PRECOMPUTED_POINTS:
+        raise ValueError(f"graph has {n_samples} points; affinity='precomputed' takes at most "
+                         f"{MAX_PRECOMPUTED_POINTS}.")
+    w.sum_duplicates()
+    coo = w.tocoo()
+    bad = ~np.isfinite(coo.data)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"graph has {int(bad.sum())} NaN or inf weights, e.g. "
+                         f"graph[{coo.row[i]}, {coo.col[i]}]={coo.data[i]}.")
+    if (coo.data < 0).any():
+        i = int(np.argmax(coo.data < 0))
+        raise ValueError(f"graph must be non-negative, got graph[{coo.row[i]}, {coo.col[i]}]="
+                         f"{coo.data[i]} ({int((coo.data < 0).sum())} negative weights).")
+    diff = abs(w - w.T).tocoo()
+    tol = 1e-6 * max(float(np.abs(coo.data).max(initial=0.0)), np.finfo(np.float32).tiny)
+    if diff.nnz and diff.data.max() > tol:
+        i = int(np.argmax(diff.data))
+        r, c = int(diff.row[i]), int(diff.col[i])
+        raise ValueError(f"graph must be symmetric, got graph[{r}, {c}]={w[r, c]} but "
+                         f"graph[{c}, {r}]={w[c, r]}.")
+    w.setdiag(0.0)
+    w.eliminate_zeros()
+    isolated = np.flatnonzero(np.diff(w.indptr) == 0)
+    if len(isolated):
+        raise ValueError(f"graph has {len(isolated)} isolated vertices (no edge to another "
+                         f"point), e.g. row {isolated[0]}; every point needs a neighbour.")
+    w.sort_indices()
+    return w.astype(np.float32)
+
+
+class PrecomputedAffinity(BaseEstimator):
+    """The user's own graph W over the training points:
+    ``SpectralNet(affinity="precomputed").fit(X, graph=W)``.
+
+    A minibatch's affinity is W's submatrix on its points. Its coordinates
+    (the ``z`` of ``kernel_matrix``) are the points' row indices in X, one
+    float32 column (``coordinates``), so training gathers, shards and
+    all-gathers them as it does any other coordinates. The submatrix is
+    looked up in W's compressed rows: O(m log m + edges of the batch's rows)
+    per minibatch, whatever n. A sparse W over n points keeps about
+    ``degree * m / n`` of a point's edges in a minibatch of m: a minibatch
+    large against n / degree keeps the graph connected.
+
+    The diagonal of W (self loops) is ignored, as the Gaussian affinities
+    have none. There are no parameters; ``fit`` takes the graph.
+
+    Attributes
+    ----------
+    graph_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+        The checked graph (float32, no diagonal).
+    """
+
+    embedding = None
+    scale_ = None
+
+    def n_neighbors_needed(self):
+        """Every point of a minibatch needs another point beside it."""
+        return 1
+
+    def check_params(self, batch_size=None):
+        """No parameters to check; a minibatch needs two points."""
+        if batch_size is not None and batch_size < 2:
+            raise ValueError(f"A minibatch needs two points, got batch_size={batch_size}.")
+
+    def ranks(self):
+        return {}
+
+    def full_data_ranks(self, n_samples, batch_size):
+        return {}
+
+    def for_full_data(self, n_samples, batch_size):
+        """The graph itself: minibatches sample W's submatrices, so W is the
+        graph whose eigenvectors the net approximates."""
+        return self
+
+    @staticmethod
+    def coordinates(n_samples):
+        """The coordinates ``kernel_matrix`` reads: each point's row index."""
+        return np.arange(n_samples, dtype=np.float32)[:, None]
+
+    def fit(self, x, batch_size, seed=0, graph=None):
+        """Keep ``graph`` (checked by ``check_graph`` against the
+        ``len(x)`` points, ``x`` their coordinates) for the minibatches."""
+        del seed  # nothing random here
+        self.check_params(batch_size)
+        if graph is None:
+            raise ValueError("affinity='precomputed' needs the graph: fit(X, graph=W).")
+        self.graph_ = check_graph(graph, len(x))
+        self._cols = tf.RaggedTensor.from_row_splits(
+            tf.constant(self.graph_.indices, tf.int32), tf.constant(self.graph_.indptr, tf.int64))
+        self._vals = tf.RaggedTensor.from_row_splits(
+            tf.constant(self.graph_.data, tf.float32), tf.constant(self.graph_.indptr, tf.int64))
+        return self
+
+    def embed_all(self, x):
+        return np.asarray(x, np.float32)
+
+    def __call__(self, x):
+        return self.kernel_matrix(tf.cast(x, tf.float32))
+
+    def kernel_matrix(self, z):
+        """W's submatrix on the points whose indices ``z`` holds (m, 1): (m, m),
+        or, in a replica of a strategy, this replica's rows of it."""
+        ids = tf.cast(tf.round(z[:, 0]), tf.int32)
+        m = z.shape[0] or tf.shape(ids)[0]
+        mine = distribute.local_part(ids)
+        order = tf.argsort(ids)
+        ids_sorted = tf.gather(ids, order)
+        cols = tf.gather(self._cols, mine)
+        vals = tf.gather(self._vals, mine).flat_values
+        row_of = tf.cast(cols.value_rowids(), tf.int32)
+        cols = cols.flat_values
+        pos = tf.minimum(tf.searchsorted(ids_sorted, cols, out_type=tf.int32), tf.shape(ids)[0] - 1)
+        inside = tf.equal(tf.gather(ids_sorted, pos), cols)
+        where = tf.stack([tf.boolean_mask(row_of, inside),
+                          tf.gather(order, tf.boolean_mask(pos, inside))], axis=1)
+        w = tf.scatter_nd(where, tf.boolean_mask(vals, inside),
+                          tf.stack([tf.shape(mine)[0], tf.shape(ids)[0]]))
+        if isinstance(m, int) and mine.shape[0] is not None:
+            w.set_shape([mine.shape[0], m])
+        return w
+
+    def graph(self, x=None, neighbors=None):
+        """W over all the points it was fitted on (scipy CSR)."""
+        return self.graph_
+
+
+AFFINITIES = {"knn": GaussianKNNAffinity, "full": FullGaussianAffinity,
+              "precomputed": PrecomputedAffinity}
 
 
 def check_labels(partial_labels, n, n_clusters):

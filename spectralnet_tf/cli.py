@@ -24,7 +24,8 @@ import sys
 import tempfile
 import time
 
-from .datafiles import DataError, one_line, read_labels, read_matrix, write_labels, write_matrix
+from .datafiles import (DataError, one_line, read_graph, read_labels, read_matrix, write_labels,
+                        write_matrix)
 
 PROG = "spectralnet"
 #: The Laplacian's spectrum is plotted on a random subsample of at most this many points.
@@ -60,6 +61,16 @@ def _int_at_least(low):
             raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {value}")
         return value
     return parse
+
+
+def _n_clusters(text):
+    if text == "auto":
+        return text
+    try:
+        return _int_at_least(2)(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"must be an integer >= 2 or 'auto', got {text!r}") from None
 
 
 def _positive_float(text):
@@ -105,8 +116,9 @@ def build_parser():
                     f"{SUMMARY_FILE}, {EMBEDDING_PNG} and {SPECTRUM_PNG}. DIR must be new or "
                     "empty; it appears complete or not at all.")
     fit.add_argument("data", metavar="DATA", help=DATA_HELP)
-    fit.add_argument("-k", "--n-clusters", type=_int_at_least(2), required=True, metavar="K",
-                     help="number of clusters (2 <= K <= rows of DATA)")
+    fit.add_argument("-k", "--n-clusters", type=_n_clusters, required=True, metavar="K",
+                     help="number of clusters (2 <= K <= rows of DATA), or 'auto': the largest "
+                          f"eigengap of the graph among 2..20 ({SPECTRUM_PNG} marks it)")
     fit.add_argument("-o", "--out", required=True, metavar="DIR", help="new output directory")
     fit.add_argument("--key", metavar="NAME", help="the array of an .npz DATA file")
     fit.add_argument("--labels", metavar="FILE",
@@ -114,6 +126,10 @@ def build_parser():
                           "score the clusters: adds ACC and NMI to summary.json")
     fit.add_argument("--partial-labels", metavar="FILE",
                      help="known clusters of some rows, -1 for the others (semi-supervised)")
+    fit.add_argument("--graph", metavar="FILE.npz",
+                     help="your own affinity between the rows of DATA (scipy.sparse.save_npz; "
+                          "symmetric, non-negative, no isolated row): used instead of the "
+                          "Gaussian kNN graph")
     fit.add_argument("--encoder", metavar="FILE.h5",
                      help="autoencoder weights (as pretrained_ae/): cluster the codes of DATA")
     hyper = fit.add_argument_group(
@@ -173,10 +189,18 @@ def estimator_params(args):
             params[param] = getattr(args, flag)
     graph = {key: getattr(args, key) for key in ("n_nbrs", "scale_nbr", "scale")
              if getattr(args, key) is not None}
+    if graph and args.graph:
+        raise UsageError(f"--graph {args.graph} is your own graph; --n-nbrs, --scale-nbr and "
+                         "--scale shape the Gaussian one: give one or the other.")
     if graph:
         from .affinity import GaussianKNNAffinity
 
         params["affinity"] = GaussianKNNAffinity(**graph)
+    if args.graph:
+        if args.siamese:
+            raise UsageError(f"--graph {args.graph} is taken as given; --siamese learns the "
+                             "distances of a Gaussian graph: give one or the other.")
+        params["affinity"] = "precomputed"
     if args.siamese:
         params["affinity_embedding"] = "siamese"
     if args.verbose:
@@ -192,8 +216,10 @@ def cmd_fit(args):
     seconds, start = {}, time.perf_counter()
     x = read_matrix(args.data, args.key)
     n, d = x.shape
-    if args.n_clusters > n:
+    if args.n_clusters != "auto" and args.n_clusters > n:
         raise UsageError(f"--n-clusters {args.n_clusters} is more than the {n} rows of {args.data}.")
+    graph = read_graph(args.graph, n) if args.graph else None
+    params = estimator_params(args)
     labels = read_labels(args.labels, n) if args.labels else None
     partial = (read_labels(args.partial_labels, n, name="partial labels")
                if args.partial_labels else None)
@@ -206,14 +232,13 @@ def cmd_fit(args):
     SpectralNet = _estimator_class()
     seconds["start"] = _lap(t)  # importing TensorFlow
     t = time.perf_counter()
-    params = estimator_params(args)
     recorded = dict(params)  # summary.json: the parameters given, before the encoder
     if args.encoder:
         from .autoencoder import load_encoder
 
         params["encoder"] = _user_call(load_encoder, args.encoder, what=f"--encoder {args.encoder}")
     net = _user_call(SpectralNet, **params)
-    _user_call(net.fit, x, partial_labels=partial)
+    _user_call(net.fit, x, partial_labels=partial, **({} if graph is None else {"graph": graph}))
     seconds["fit"] = _lap(t)
     history = net.history_
     say(f"{PROG}: fitted in {seconds['fit']:.1f} s: {len(history['loss'])} epochs, "
@@ -360,12 +385,24 @@ def _plot_spectrum(path, net, x):
     from . import plots
     from .spectral import spectrum
 
-    z = x if net.encoder is None else net.codes_  # the space the affinity works in
-    n, k = len(z), net.n_clusters
-    sample = np.asarray(z[plots.subset(n, SPECTRUM_POINTS)], dtype=np.float32)
-    w = net.affinity_.graph(sample)
-    values, _ = spectrum(w, min(len(sample), max(2 * k, 10)), net.laplacian)
-    plots.plot_spectrum(path, values, k, n_points=len(sample), n_total=n)
+    k = net.n_clusters_
+    if hasattr(net, "eigenvalues_"):  # the spectrum k was chosen from
+        chooser = net.n_clusters_chooser_
+        plots.plot_spectrum(path, net.eigenvalues_, k, n_points=min(chooser.n_samples, len(x)),
+                            n_total=len(x), runner_up=chooser.candidates_[1],
+                            laplacian="normalized")
+        return
+    if hasattr(net.affinity_, "graph_"):  # the user's graph: its rows are the points
+        n = net.affinity_.graph_.shape[0]
+        rows = plots.subset(n, SPECTRUM_POINTS)
+        w = net.affinity_.graph_[rows][:, rows]
+    else:
+        z = x if net.encoder is None else net.codes_  # the space the affinity works in
+        n = len(z)
+        rows = plots.subset(n, SPECTRUM_POINTS)
+        w = net.affinity_.graph(np.asarray(z[rows], dtype=np.float32))
+    values, _ = spectrum(w, min(len(rows), max(2 * k, 10)), net.laplacian)
+    plots.plot_spectrum(path, values, k, n_points=len(rows), n_total=n)
 
 
 def _summary(args, net, n, d, seconds, labels, params):
@@ -373,15 +410,21 @@ def _summary(args, net, n, d, seconds, labels, params):
 
     history = net.history_
     summary = {
-        "data": args.data, "n": int(n), "n_features": int(d), "k": int(net.n_clusters),
+        "data": args.data, "n": int(n), "n_features": int(d), "k": int(net.n_clusters_),
         "seconds": seconds,
         "epochs": len(history["loss"]),
         "final_loss": float(history["loss"][-1]),
         "final_val_loss": float(history["val_loss"][-1]),
-        "cluster_sizes": np.bincount(net.labels_, minlength=net.n_clusters).tolist(),
+        "cluster_sizes": np.bincount(net.labels_, minlength=net.n_clusters_).tolist(),
         "params": {key: (repr(v) if not isinstance(v, (int, float, str, tuple)) else v)
                    for key, v in params.items()},
     }
+    if hasattr(net, "eigenvalues_"):
+        chooser = net.n_clusters_chooser_
+        summary["n_clusters_auto"] = {
+            "chosen": int(net.n_clusters_), "runner_up": int(chooser.candidates_[1]),
+            "gap_stands_out": bool(chooser.distinct_), "seconds": float(chooser.seconds_),
+            "eigenvalues": [float(v) for v in net.eigenvalues_]}
     if labels is not None:
         from .metrics import acc, nmi
 

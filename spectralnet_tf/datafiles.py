@@ -156,6 +156,24 @@ def one_line(err):
     return " ".join(str(err).split())
 
 
+def read_graph(path, n):
+    """A scipy.sparse matrix saved by ``scipy.sparse.save_npz``, over ``n``
+    points; its weights are checked by the estimator (symmetry, signs,
+    isolated vertices)."""
+    import scipy.sparse as sp
+
+    _check_readable(path)
+    try:
+        graph = sp.load_npz(path)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise DataError(f"{path}: not a scipy.sparse .npz file (save one with "
+                        f"scipy.sparse.save_npz): {one_line(err)}") from None
+    if graph.shape != (n, n):
+        raise DataError(f"{path}: a graph of shape {graph.shape}, but DATA has {n} rows; it "
+                        f"must be ({n}, {n}).")
+    return graph
+
+
 # -- readers -------------------------------------------------------------------
 def _check_readable(path):
     if not os.path.exists(path):

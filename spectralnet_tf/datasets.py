@@ -5,6 +5,7 @@ int (n,); Reuters' x is an on-disk ``h5py.Dataset``."""
 import os
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn import datasets as skd
 
 from .streaming import is_lazy
@@ -176,6 +177,46 @@ def reuters(seed=0, data_dir=None):
     if "data" not in h5 or "labels" not in h5 or h5["data"].ndim != 2:
         raise ValueError(f"{path} must hold datasets 'data' (n, n_words) and 'labels' (n,).")
     return h5["data"], np.asarray(h5["labels"], dtype=np.int64)
+
+
+def blobs(n=2000, k=3, sep=8.0, seed=0):
+    """k isotropic unit Gaussians in 2-D, centred on a circle so that
+    neighbouring centres are ``sep`` apart (all pairs at least that). For
+    choosing k: the clusters are the blobs, at any k."""
+    rng = np.random.default_rng(seed)
+    radius = sep / (2 * np.sin(np.pi / k)) if k > 1 else 0.0
+    angles = 2 * np.pi * np.arange(k) / k
+    centres = radius * np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    y = rng.integers(0, k, n)
+    return (centres[y] + rng.normal(size=(n, 2))).astype(np.float32), y
+
+
+def sbm(n=3000, k=3, p_in=0.02, p_out=0.002, side=4.0, nuisance=3.0, seed=0):
+    """A stochastic block model with node features: ``(features, graph, y)``.
+
+    Nodes of block b link with probability ``p_in`` inside it and ``p_out``
+    across (``graph``: symmetric scipy CSR of 0/1, no self loops). Each node
+    has 4 features: its block's centre (the vertices of an equilateral
+    triangle of side ``side``, for k = 3; a regular k-gon otherwise) plus
+    unit Gaussian noise, and two nuisance features of standard deviation
+    ``nuisance``, the same for every block. The features alone separate
+    the blocks well under the Bayes rule, but their largest directions of
+    variance are the nuisance: what the graph teaches the net to ignore."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    radius = side / (2 * np.sin(np.pi / k))
+    angles = 2 * np.pi * np.arange(k) / k
+    centres = radius * np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    features = np.concatenate([centres[y] + rng.normal(size=(n, 2)),
+                               nuisance * rng.normal(size=(n, 2))], axis=1).astype(np.float32)
+    if n > 4000:
+        raise ValueError(f"sbm draws all n(n-1)/2 pairs: n must be <= 4000, got n={n}.")
+    rows, cols = np.triu_indices(n, 1)
+    p = np.where(y[rows] == y[cols], p_in, p_out)
+    keep = rng.random(len(p)) < p
+    upper = sp.csr_matrix((np.ones(int(keep.sum()), np.float32), (rows[keep], cols[keep])),
+                          shape=(n, n))
+    return features, (upper + upper.T).tocsr(), y
 
 
 #: name -> (generator, number of clusters)

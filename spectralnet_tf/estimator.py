@@ -15,11 +15,13 @@ from sklearn.utils.validation import validate_data
 
 from . import distribute as dist
 from .checks import check_choice, check_int, check_positive, check_real, check_units
-from .affinity import AFFINITIES, GaussianAffinity, check_labels
+from .affinity import (AFFINITIES, GaussianAffinity, PrecomputedAffinity, check_graph,
+                       check_labels)
 from .checkpoint import Checkpointer
 from .centroids import assign, fit_centroids
 from .export import export_saved_model, load_estimator, save_estimator
 from .losses import LAPLACIANS
+from .nclusters import Eigengap
 from .networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
 from .siamese import SiameseEmbedding, check_groups
 from .streaming import is_lazy, map_batches
@@ -104,8 +106,9 @@ class Plan(NamedTuple):
     steps_per_epoch: int
     max_epochs: int
     hidden_units: tuple
-    affinity: GaussianAffinity
+    affinity: object
     affinity_embedding: object
+    n_clusters: object
 
 
 def auto_hidden_units(n_samples, n_features):
@@ -134,7 +137,7 @@ def make_affinity(affinity, embedding=None):
             raise ValueError(f"affinity must be one of {tuple(AFFINITIES)} or an affinity object "
                              f"such as GaussianKNNAffinity(), got affinity={affinity!r}.")
         part = AFFINITIES[affinity]()
-    elif isinstance(affinity, GaussianAffinity):
+    elif isinstance(affinity, (GaussianAffinity, PrecomputedAffinity)):
         part = _unfitted_copy(affinity)
     else:
         raise ValueError(
@@ -170,8 +173,21 @@ def _unfitted_copy(part):
     return type(part)(**part.get_params(deep=False))
 
 
+def make_n_clusters(n_clusters):
+    """``SpectralNet``'s ``n_clusters`` as used by ``fit``: an int as it is,
+    or an unfitted ``Eigengap`` ("auto": the defaults; an object: a copy).
+    ValueError otherwise."""
+    if isinstance(n_clusters, str) and n_clusters == "auto":
+        return Eigengap()
+    if isinstance(n_clusters, Eigengap):
+        return _unfitted_copy(n_clusters)
+    check_int("n_clusters", n_clusters, 1)
+    return n_clusters
+
+
 #: Parameters that hold an object with parameters of its own (nested keys).
-PARTS = {"affinity": make_affinity, "affinity_embedding": make_affinity_embedding}
+PARTS = {"affinity": make_affinity, "affinity_embedding": make_affinity_embedding,
+         "n_clusters": make_n_clusters}
 
 
 class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
@@ -196,8 +212,12 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
 
     Parameters
     ----------
-    n_clusters : int, default=2
-        Number of clusters k (>= 1), also the embedding dimension.
+    n_clusters : int, "auto" or Eigengap, default=2
+        Number of clusters k (>= 1), also the embedding dimension. "auto"
+        (``Eigengap()``) or an ``Eigengap(...)``: k is chosen in ``fit``,
+        before F_theta is built, by the largest eigengap of the training
+        graph's normalized Laplacian on a subsample (``nclusters``); the
+        choice is ``n_clusters_``, its spectrum ``eigenvalues_``.
     hidden_units : tuple of int or "auto", default="auto"
         ReLU layers of F_theta; a layer of size k and Orthonorm follow.
         "auto": ``(w, w, w/2)`` with w from the input width d and n
@@ -208,12 +228,14 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         Activation of that size-k layer. "tanh" is the paper's (Table 3);
         "linear" leaves the outputs unbounded. The MNIST configuration uses
         "linear": on MNIST's codes it clustered far more accurately.
-    affinity : {"knn", "full"} or affinity object, default="knn"
+    affinity : {"knn", "full", "precomputed"} or affinity object, default="knn"
         How a minibatch's affinity matrix W is built. "knn":
         ``GaussianKNNAffinity()``, the Gaussian kernel on the kNN graph of a
         minibatch (paper Eq. 4; 10 neighbours, scale: the median distance to
         the 3rd neighbour); "full": ``FullGaussianAffinity()``, between all
-        pairs. An object sets its parameters, e.g.
+        pairs; "precomputed": ``PrecomputedAffinity()``, the user's own graph
+        over the training points, ``fit(X, graph=W)``, each minibatch using
+        W's submatrix. An object sets its parameters, e.g.
         ``GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local")``; it is
         copied, never fitted itself (the fitted copy is ``affinity_``). Its
         ``embedding`` must be None when ``affinity_embedding`` is set.
@@ -317,6 +339,11 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
 
     Attributes
     ----------
+    n_clusters_ : int
+        The number of clusters: ``n_clusters``, or the one it chose.
+    eigenvalues_ : ndarray of shape (max_clusters + 1,)
+        Only with an ``Eigengap``: the smallest eigenvalues it chose k from
+        (its fitted copy is ``n_clusters_chooser_``).
     model_ : keras.Model
         The trained embedder F_theta, ending in the Orthonorm layer.
     embedding_ : ndarray of shape (n_samples, n_clusters)
@@ -459,11 +486,16 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         ``Plan``; raises the ValueError that ``fit`` would, before any work.
         """
         n = n_samples
-        check_int("n_clusters", self.n_clusters, 1)
-        if n < self.n_clusters:
-            raise ValueError(
-                f"X has n_samples={n}, fewer than n_clusters={self.n_clusters}."
-            )
+        n_clusters = make_n_clusters(self.n_clusters)
+        if isinstance(n_clusters, Eigengap):
+            try:
+                n_clusters.check_params()
+            except ValueError as err:
+                raise ValueError(f"n_clusters={self.n_clusters!r}: {err}") from None
+        k = self._most_clusters(n_clusters)
+        if n < k:
+            raise ValueError(f"X has n_samples={n}, fewer than n_clusters={self.n_clusters!r}"
+                             + ("" if k == self.n_clusters else f" (max_clusters={k})") + ".")
         affinity = self.make_affinity()
         try:
             affinity.check_params()
@@ -475,6 +507,11 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                 "affinity has an embedding of its own and affinity_embedding is set too; set "
                 f"one of them, got affinity={self.affinity!r} and "
                 f"affinity_embedding={self.affinity_embedding!r}.")
+        if embedding is not None and isinstance(affinity, PrecomputedAffinity):
+            raise ValueError(
+                "affinity='precomputed' takes the graph as given; a learned distance does not "
+                f"apply to it: set affinity_embedding=None, got affinity_embedding="
+                f"{self.affinity_embedding!r}.")
         check_choice("laplacian", self.laplacian, LAPLACIANS)
         check_choice("gradient", self.gradient, GRADIENTS)
         check_choice("init", self.init, INITS)
@@ -522,8 +559,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                 f"and in the validation hold-out, but n_samples={n} leaves {n_train} training "
                 f"points beside a hold-out of {n_val}; lower them or give more data."
             )
-        batch_size = self._check_batch("batch_size", self.batch_size, n_train, n)
-        ortho = self._check_batch("ortho_batch_size", self.ortho_batch_size, n_train, n)
+        batch_size = self._check_batch("batch_size", self.batch_size, n_train, n, k)
+        ortho = self._check_batch("ortho_batch_size", self.ortho_batch_size, n_train, n, k)
         ortho = batch_size if self.ortho_batch_size is None else ortho
         # Fail now, not after Siamese training, if a minibatch is too small.
         if batch_size <= needed:
@@ -543,13 +580,19 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             units = auto_hidden_units(n, width)
         else:
             units = tuple(self.hidden_units)
-        return Plan(n_val, n_train, batch_size, ortho, steps, epochs, units, affinity, embedding)
+        return Plan(n_val, n_train, batch_size, ortho, steps, epochs, units, affinity, embedding,
+                    n_clusters)
 
-    def _check_batch(self, name, value, n_train, n):
+    @staticmethod
+    def _most_clusters(n_clusters):
+        """k, or the largest k an ``Eigengap`` may choose."""
+        return n_clusters.max_clusters if isinstance(n_clusters, Eigengap) else n_clusters
+
+    def _check_batch(self, name, value, n_train, n, k):
         if value is None:  # rounded down to equal shards under a strategy
             default = min(DEFAULT_BATCH_SIZE, n_train)
             return default - default % dist.n_replicas(self._strategy())
-        check_int(name, value, self.n_clusters)
+        check_int(name, value, k)
         dist.check_divisible(name, value, self._strategy())
         if value > n_train:
             raise ValueError(
@@ -559,7 +602,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             )
         return value
 
-    def fit(self, X, y=None, *, partial_labels=None, groups=None, eigvecs=None, resume=False):
+    def fit(self, X, y=None, *, partial_labels=None, groups=None, eigvecs=None, resume=False,
+            graph=None):
         """Train F_theta on X and cluster its embedding.
 
         Parameters
@@ -597,6 +641,12 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             Continue from the checkpoints in ``checkpoint_dir`` (same X,
             labels and parameters). Without it, existing checkpoints there are
             an error, never silently reused.
+        graph : sparse matrix or array of shape (n_samples, n_samples), optional
+            With ``affinity="precomputed"`` (and only then): the affinity
+            between the rows of X, symmetric, non-negative, every point with
+            an edge to another (``affinity.check_graph``); its diagonal is
+            ignored. F_theta maps X; each minibatch's W is this graph's
+            submatrix.
 
         Returns
         -------
@@ -606,20 +656,33 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         before = {k: self.__dict__[k] for k in ("n_features_in_", "feature_names_in_")
                   if k in self.__dict__}
         try:
-            return self._fit(X, partial_labels, groups, eigvecs, resume)
+            return self._fit(X, partial_labels, groups, eigvecs, resume, graph)
         except BaseException:
             for key in ("n_features_in_", "feature_names_in_"):
                 self.__dict__.pop(key, None)
             self.__dict__.update(before)
             raise
 
-    def _fit(self, X, partial_labels, groups, eigvecs, resume):
+    def _fit(self, X, partial_labels, groups, eigvecs, resume, graph):
         X = self._validate_X(X, reset=True)
         if self.encoder is None and is_lazy(X):
             X = check_array(map_batches(None, X))  # trained on in memory
         n = len(X)
         plan = self.plan(n, X.shape[1])
-        labels = check_labels(partial_labels, n, self.n_clusters)
+        precomputed = isinstance(plan.affinity, PrecomputedAffinity)
+        if precomputed != (graph is not None):
+            raise ValueError(
+                "fit(X, graph=W) goes with affinity='precomputed' (a PrecomputedAffinity) and "
+                f"only with it, got affinity={self.affinity!r} and graph="
+                f"{'None' if graph is None else type(graph).__name__}.")
+        if precomputed:
+            graph = check_graph(graph, n)
+        choose_k = isinstance(plan.n_clusters, Eigengap)
+        if choose_k and partial_labels is not None:
+            raise ValueError(
+                "n_clusters='auto' chooses k from the graph alone; with partial_labels give "
+                f"n_clusters as an integer, got n_clusters={self.n_clusters!r}.")
+        labels = check_labels(partial_labels, n, self._most_clusters(plan.n_clusters))
         siamese = isinstance(plan.affinity_embedding, SiameseEmbedding)
         if groups is not None:
             if not siamese:
@@ -628,12 +691,12 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                     f"affinity_embedding={self.affinity_embedding!r} (a SiameseEmbedding "
                     "object takes them too).")
             groups = check_groups(groups, n)
-        if eigvecs is not None and np.shape(eigvecs) != (n, self.n_clusters):
+        if eigvecs is not None and not choose_k and np.shape(eigvecs) != (n, plan.n_clusters):
             raise ValueError(
-                f"eigvecs must have shape (n_samples, n_clusters) = ({n}, {self.n_clusters}), "
+                f"eigvecs must have shape (n_samples, n_clusters) = ({n}, {plan.n_clusters}), "
                 f"got eigvecs.shape={np.shape(eigvecs)}."
             )
-        for stale in ("siamese_", "siamese_history_"):  # from an earlier fit
+        for stale in ("siamese_", "siamese_history_", "eigenvalues_", "n_clusters_chooser_"):
             self.__dict__.pop(stale, None)
         checkpointers = self._checkpointers(resume)
         seeds = np.random.default_rng(_seed(self.random_state)).integers(0, 2**31 - 1, size=5)
@@ -658,10 +721,26 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         affinity = plan.affinity
         if embedding is not None:
             affinity.set_params(embedding=self.siamese_ if siamese else embedding)
-        self.affinity_ = affinity.fit(z_train, plan.batch_size, seed=scale_seed)
+        if precomputed:  # the affinity's coordinates: each point's row in X (and W)
+            coords = affinity.coordinates(n)
+            self.affinity_ = affinity.fit(coords, plan.batch_size, graph=graph)
+            c_val, c_train = coords[perm[:plan.n_val]], coords[perm[plan.n_val:]]
+        else:
+            self.affinity_ = affinity.fit(z_train, plan.batch_size, seed=scale_seed)
+            c_val = c_train = None
+        k = plan.n_clusters
+        if choose_k:
+            chooser = plan.n_clusters.fit(self.affinity_, z_train if c_train is None else c_train,
+                                          plan.batch_size, seed=scale_seed)
+            k = chooser.n_clusters_
+            self.n_clusters_chooser_, self.eigenvalues_ = chooser, chooser.eigenvalues_
+            if eigvecs is not None and np.shape(eigvecs)[1] != k:
+                raise ValueError(f"eigvecs has {np.shape(eigvecs)[1]} columns, but "
+                                 f"n_clusters={self.n_clusters!r} chose k={k}.")
+        self.n_clusters_ = k
         with self._strategy().scope():  # mirrored variables under a strategy
             spectral_model, body = build_spectralnet(
-                Z.shape[1], self.n_clusters, plan.hidden_units, seed=net_seed,
+                Z.shape[1], k, plan.hidden_units, seed=net_seed,
                 output_activation=self.output_activation, dtype_policy=self.dtype_policy,
             )
         self.history_ = train_spectralnet(
@@ -674,7 +753,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             labeled_share=self.labeled_share, label_weight=self.label_weight,
             checkpointer=checkpointers.get("spectral"),
             x_eval=Z if eigvecs is not None else None, eigvecs=eigvecs,
-            strategy=self._strategy(), init=self.init,
+            strategy=self._strategy(), init=self.init, z_train=c_train, z_val=c_val,
         )
         if self.encoder is not None:
             self.history_["encode_seconds"] = encode_seconds
@@ -683,7 +762,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         # Kept so callers need not run the encoder over X a second time.
         self.codes_ = None if self.encoder is None else Z
         self.embedding_ = dist.map_rows(spectral_model, Z, self._strategy())
-        self.cluster_centers_ = fit_centroids(self.embedding_, self.n_clusters, train_seed)
+        self.cluster_centers_ = fit_centroids(self.embedding_, k, train_seed)
         self.labels_ = self._assign(self.embedding_)
         return self
 
@@ -718,7 +797,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     @property
     def _n_features_out(self):
         """Embedding width, for ``get_feature_names_out`` (spectralnet0, ...)."""
-        return self.n_clusters
+        return getattr(self, "n_clusters_", self.n_clusters)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

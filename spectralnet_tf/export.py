@@ -22,9 +22,10 @@ import numpy as np
 import tensorflow as tf
 from sklearn.base import clone
 
-from .affinity import AFFINITIES, FullGaussianAffinity, GaussianKNNAffinity
+from .affinity import AFFINITIES, FullGaussianAffinity, GaussianKNNAffinity, PrecomputedAffinity
 from .atomic import atomic_directory, atomic_file, publish
 from .centroids import centroid_distances, nearest_centroid
+from .nclusters import Eigengap
 from .siamese import SiameseEmbedding
 
 SIGNATURE = "serving_default"
@@ -169,7 +170,7 @@ def write_models_config(base_dir, serving_root=DEFAULT_SERVING_ROOT):
 
 #: The parts saved by class name and parameters (estimator.json, format 3).
 PART_CLASSES = {cls.__name__: cls for cls in (GaussianKNNAffinity, FullGaussianAffinity,
-                                             SiameseEmbedding)}
+                                             PrecomputedAffinity, SiameseEmbedding, Eigengap)}
 #: Format 2 (flat parameters): SpectralNet's siamese_* and neighbors, now
 #: SiameseEmbedding's; n_nbrs, scale_nbr, scale, now the affinity's.
 V2_SIAMESE = ("hidden_units", "output_activation", "n_nbrs", "positives_per_point", "batch_size",
@@ -257,6 +258,9 @@ def save_estimator(estimator, path):
         "feature_names_in_": (estimator.feature_names_in_.tolist()
                               if hasattr(estimator, "feature_names_in_") else None),
         "affinity_scale_": estimator.affinity_.scale_,
+        "n_clusters_": int(estimator.n_clusters_),
+        "eigenvalues_": (estimator.eigenvalues_.tolist()
+                         if hasattr(estimator, "eigenvalues_") else None),
         "history_": estimator.history_,
         "siamese_history_": getattr(estimator, "siamese_history_", None),
     }
@@ -322,6 +326,10 @@ def load_estimator(cls, path):
         estimator.siamese_, estimator.siamese_history_ = embedding, state["siamese_history_"]
     estimator.affinity_ = estimator.make_affinity(embedding)
     estimator.affinity_.scale_ = state["affinity_scale_"]
+    # Saves from before n_clusters_ existed had an integer n_clusters.
+    estimator.n_clusters_ = state.get("n_clusters_", params["n_clusters"])
+    if state.get("eigenvalues_") is not None:
+        estimator.eigenvalues_ = np.asarray(state["eigenvalues_"])
     with np.load(os.path.join(path, ARRAYS_FILE)) as arrays:
         for name in ("embedding_", "labels_", "cluster_centers_"):
             setattr(estimator, name, arrays[name])

@@ -115,15 +115,26 @@ def plot_embedding(path, embedding, labels, max_panels=5, max_points=MAX_SCATTER
     plt.close(fig)
 
 
-def plot_spectrum(path, eigenvalues, k, n_points=None, n_total=None):
+def plot_spectrum(path, eigenvalues, k, n_points=None, n_total=None, runner_up=None,
+                  laplacian=None):
     """The Laplacian's smallest eigenvalues (ascending), k marked: a gap after
     the k-th eigenvalue says the graph has about k clusters. ``n_points`` of
-    ``n_total`` points made the graph (for the title)."""
+    ``n_total`` points made the graph (for the title). With ``runner_up``
+    (k chosen by the eigengap), the second candidate is marked too, and the
+    eigenvalues are drawn on a log scale, where the gap is measured."""
     values = np.asarray(eigenvalues)
     fig, ax = plt.subplots(figsize=(6, 4))
     idx = np.arange(1, len(values) + 1)
+    if runner_up is not None:
+        from .nclusters import EIGENVALUE_FLOOR
+
+        values = np.maximum(values, EIGENVALUE_FLOOR)
+        ax.set_yscale("log")
     ax.plot(idx, values, "o-", ms=4)
-    ax.axvline(k + 0.5, color="C3", ls="--", label=f"k = {k}")
+    ax.axvline(k + 0.5, color="C3", ls="--",
+               label=f"k = {k}" + (" (largest eigengap)" if runner_up is not None else ""))
+    if runner_up is not None:
+        ax.axvline(runner_up + 0.5, color="C7", ls=":", label=f"runner-up: {runner_up}")
     ax.set_xlabel("index")
     ax.set_ylabel("eigenvalue")
     ax.set_xticks(idx if len(idx) <= 30 else idx[::max(1, len(idx) // 15)])
@@ -133,7 +144,8 @@ def plot_spectrum(path, eigenvalues, k, n_points=None, n_total=None):
         on = f"\n(the graph of all {n_points} points)"
     else:
         on = f"\n(the graph of {n_points} random points of {n_total})"
-    ax.set_title(f"Smallest eigenvalues of the graph Laplacian{on}", fontsize=10)
+    which = f"{laplacian} graph Laplacian" if laplacian else "graph Laplacian"
+    ax.set_title(f"Smallest eigenvalues of the {which}{on}", fontsize=10)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)

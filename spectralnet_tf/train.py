@@ -235,7 +235,7 @@ def gradient_step(model, optimizer, x_batch, w, laplacian="unnormalized", gradie
 
 
 def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnormalized",
-                        seed=0, labels=None, strategy=None):
+                        seed=0, labels=None, strategy=None, z_train=None):
     """Start F_theta near the minimum of the loss, not at a random point.
 
     Algorithm 1 from random weights can stop on a saddle: one output direction
@@ -251,7 +251,8 @@ def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnor
     of the minimum.
     Labeled pairs (``labels``, -1: unknown) override the subsample's affinity
     as in training (``affinity.apply_labels``). Uses its own random streams,
-    seeded by ``seed``. Returns ``{"init_grassmann": ..., "init_seconds": ...}``:
+    seeded by ``seed``. ``z_train``: the affinity's coordinates of
+    ``x_train`` (as in ``train_spectralnet``). Returns ``{"init_grassmann": ..., "init_seconds": ...}``:
     the Grassmann distance between the fitted body and the eigenvectors on the
     subsample (label-free: how well the net took the start).
     """
@@ -262,7 +263,8 @@ def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnor
     rows = np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
     x_sub = tf.constant(x_train[rows])
     graph = affinity.for_full_data(size, batch_size)
-    w = graph.kernel_matrix(tf.constant(affinity.embed_all(x_train[rows])))
+    z_sub = affinity.embed_all(x_train[rows]) if z_train is None else z_train[rows]
+    w = graph.kernel_matrix(tf.constant(z_sub))
     if labels is not None and (labels[rows] >= 0).any():
         w = apply_labels(w, tf.constant(labels[rows]))
     k = body.outputs[0].shape[-1]
@@ -323,6 +325,9 @@ def train_spectralnet(
     checkpointer=None,
     strategy=None,
     init="random",
+    z_train=None,
+    z_val=None,
+    log=None,
 ):
     """Algorithm 1: train F_theta (``model``) with alternating ortho and
     gradient steps, then set the Orthonorm kernel on the whole training set.
@@ -341,7 +346,11 @@ def train_spectralnet(
     labeled points (as many as there are, up to that share), and
     ``label_weight`` weighs their cross-entropy in the loss.
     With ``eigvecs`` (the true eigenvectors on ``x_eval``), the history also
-    holds the Grassmann distance after each epoch. Returns the history dict.
+    holds the Grassmann distance after each epoch. ``z_train``/``z_val`` are
+    the points' coordinates for the affinity, when they are not
+    ``affinity.embed_all(x)`` (``PrecomputedAffinity``: row indices).
+    ``log(epoch, values)`` is called after each epoch (``run_epochs``).
+    Returns the history dict.
 
     With a ``tf.distribute`` ``strategy`` (``model`` built in its scope), each
     step is data-parallel over the replicas, on the same global minibatches
@@ -356,7 +365,10 @@ def train_spectralnet(
     x_val = np.asarray(x_val, dtype=np.float32)
     x_tr = tf.constant(x_train)
     # Affinity coordinates (e.g. Siamese outputs), computed once, not per step.
-    z_tr = x_tr if affinity.embedding is None else tf.constant(affinity.embed_all(x_train))
+    if z_train is None:
+        z_tr = x_tr if affinity.embedding is None else tf.constant(affinity.embed_all(x_train))
+    else:
+        z_tr = tf.constant(np.asarray(z_train, np.float32))
     n = int(x_tr.shape[0])
     unlabeled = functools.partial(np.full, fill_value=-1, dtype=np.int64)
     y_train = unlabeled(len(x_train)) if y_train is None else np.asarray(y_train, np.int64)
@@ -372,7 +384,8 @@ def train_spectralnet(
     schedule = PlateauSchedule(optimizer, patience=patience, min_lr=min_lr)
     keep = VALIDATION_MAX_BATCHES * batch_size
     x_val, y_val = x_val[:keep], y_val[:keep]
-    val_batches = validation_batches(x_val, affinity.embed_all(x_val), y_val, batch_size, affinity)
+    z_val = affinity.embed_all(x_val) if z_val is None else np.asarray(z_val, np.float32)[:keep]
+    val_batches = validation_batches(x_val, z_val, y_val, batch_size, affinity)
 
     def ortho_step(rows):
         # Orthogonalization step: the kernel from the Gram matrix of the whole minibatch.
@@ -420,7 +433,7 @@ def train_spectralnet(
         started = spectral_warm_start(
             body, affinity, x_train, batch_size=batch_size, laplacian=laplacian,
             seed=seed, labels=y_train if semi_supervised else None,
-            strategy=strategy)
+            strategy=strategy, z_train=None if z_train is None else z_tr.numpy())
         if eigvecs is not None:  # where Algorithm 1 starts, against the true eigenvectors
             started["start_grassmann"] = grassmann(map_batches(model, x_eval), eigvecs)
     steps = tf.constant(steps_per_epoch)

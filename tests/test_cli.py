@@ -13,6 +13,7 @@ import time
 import h5py
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.datasets import make_blobs
 
 from spectralnet_tf import cli, datafiles
@@ -188,6 +189,12 @@ def _bad_files(folder, x):
     np.save(folder / "small.npy", x[:5])
     np.savetxt(folder / "bad_partial.txt", np.r_[[7], -np.ones(N - 1)], fmt="%d")
     np.savetxt(folder / "short_labels.txt", np.zeros(N - 1), fmt="%d")
+    ring = sp.diags([np.ones(N - 1), np.ones(N - 1)], [1, -1], format="csr")
+    sp.save_npz(folder / "graph.npz", ring)
+    sp.save_npz(folder / "small_graph.npz", ring[:5, :5])
+    asymmetric = ring.tolil()
+    asymmetric[0, 1] = 2.0
+    sp.save_npz(folder / "asymmetric.npz", asymmetric.tocsr())
 
 
 BAD_FIT = {
@@ -201,8 +208,16 @@ BAD_FIT = {
     "missing npz key": (["{d}/two.npz", "--key", "c"], "{d}/two.npz: no array 'c'; it holds a, b."),
     "missing h5 dataset": (["{d}/x.h5:nope"], "{d}/x.h5: no dataset 'nope'; it holds rows."),
     "h5 without dataset": (["{d}/x.h5"], "name the HDF5 dataset, as {d}/x.h5:DATASET."),
-    "K < 2": (["{d}/x.npy", "-k", "1"],
-              "argument -k/--n-clusters: must be an integer >= 2, got 1 (see spectralnet fit"),
+    "K < 2": (["{d}/x.npy", "-k", "1"], "argument -k/--n-clusters: must be an integer >= 2 or "
+              "'auto', got '1' (see spectralnet fit"),
+    "graph not sparse npz": (["{d}/x.npy", "--graph", "{d}/junk.npy"],
+                             "{d}/junk.npy: not a scipy.sparse .npz file"),
+    "graph of another size": (["{d}/x.npy", "--graph", "{d}/small_graph.npz"],
+                              f"a graph of shape (5, 5), but DATA has {N} rows"),
+    "asymmetric graph": (["{d}/x.npy", "--graph", "{d}/asymmetric.npz"],
+                         "graph must be symmetric, got graph["),
+    "graph and kNN flags": (["{d}/x.npy", "--graph", "{d}/graph.npz", "--n-nbrs", "5"],
+                            "give one or the other."),
     "K > n": (["{d}/small.npy", "-k", "6"], "--n-clusters 6 is more than the 5 rows of"),
     "labels of another length": (["{d}/x.npy", "--labels", "{d}/short_labels.txt"],
                                  f"{N - 1} labels for the {N} rows of the data."),
@@ -233,6 +248,27 @@ def test_bad_fit_input_is_one_line_exit_2_and_no_directory(case, bad, capsys, tm
     out = tmp_path / "m"
     assert_one_line_error(*run(["fit", *argv, "-o", out, *TINY], capsys), expected.format(d=bad))
     assert os.listdir(tmp_path) == []  # no DIR, no temporary sibling
+
+
+def test_auto_k_and_an_own_graph(data, capsys, tmp_path):
+    """``-k auto`` records the choice and its spectrum; ``--graph`` trains on
+    the user's graph: here the kNN graph of the blobs, as a scipy .npz."""
+    folder, x, y = data
+    rc, _, err = run(["fit", folder / "x.npy", "-k", "auto", "-o", tmp_path / "a", *TINY], capsys)
+    assert rc == 0, err
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["k"] == summary["n_clusters_auto"]["chosen"] == K
+    assert len(summary["n_clusters_auto"]["eigenvalues"]) == 21
+    assert os.path.getsize(tmp_path / "a" / "spectrum.png") > 0
+    from sklearn.neighbors import kneighbors_graph
+
+    knn = kneighbors_graph(x, 10, mode="connectivity")
+    sp.save_npz(tmp_path / "g.npz", (knn + knn.T).tocsr())
+    rc, _, err = run(["fit", folder / "x.npy", "-k", K, "--graph", tmp_path / "g.npz",
+                      "--labels", folder / "y.txt", "-o", tmp_path / "g", *TINY], capsys)
+    assert rc == 0, err
+    summary = json.loads((tmp_path / "g" / "summary.json").read_text())
+    assert summary["params"]["affinity"] == "precomputed" and summary["acc"] == 1.0
 
 
 def test_existing_non_empty_directory_is_refused_and_left_untouched(data, capsys, tmp_path):
