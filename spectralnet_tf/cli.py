@@ -149,6 +149,8 @@ def build_parser():
     hyper.add_argument("--laplacian", choices=LAPLACIANS, help="graph Laplacian")
     hyper.add_argument("--siamese", action="store_true",
                        help="measure distances with a Siamese net trained on neighbour pairs")
+    hyper.add_argument("--tensorboard", metavar="LOGDIR",
+                       help="write training curves for TensorBoard (tensorboard --logdir LOGDIR)")
     hyper.add_argument("--seed", type=_int_at_least(0), default=0,
                        help="random seed (default 0): the same seed, the same model")
     talk = fit.add_mutually_exclusive_group()
@@ -184,7 +186,7 @@ def estimator_params(args):
     params = {"n_clusters": args.n_clusters, "random_state": args.seed}
     for flag, param in (("hidden", "hidden_units"), ("epochs", "max_epochs"),
                         ("batch_size", "batch_size"), ("lr", "learning_rate"),
-                        ("laplacian", "laplacian")):
+                        ("laplacian", "laplacian"), ("tensorboard", "log_dir")):
         if getattr(args, flag) is not None:
             params[param] = getattr(args, flag)
     graph = {key: getattr(args, key) for key in ("n_nbrs", "scale_nbr", "scale")

@@ -24,7 +24,8 @@ from .losses import LAPLACIANS
 from .nclusters import Eigengap
 from .networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
 from .siamese import SiameseEmbedding, check_groups
-from .streaming import is_lazy, map_batches
+from .streaming import dataset_batches, dataset_rows, is_dataset, is_lazy, map_batches
+from .summaries import EpochLog, write_phase_seconds
 from .train import GRADIENTS, INITS, train_spectralnet
 
 #: Default minibatch size (paper: 1024 on MNIST); clipped for small data.
@@ -318,6 +319,14 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         atomically). ``fit(..., resume=True)`` continues from them. Under a
         multi-worker strategy only the chief writes them; the other workers
         read them on resume (the directory must be shared).
+    log_dir : str or None, default=None
+        If set, TensorBoard event files (``tf.summary``): per epoch, the
+        loss, validation loss, learning rate and seconds of the Siamese
+        training (``log_dir/siamese``) and of SpectralNet's
+        (``log_dir/spectralnet``, with the Grassmann distance when ``fit``
+        gets ``eigvecs``); at the end the seconds of each phase of ``fit``
+        (``log_dir/phases``). ``tensorboard --logdir log_dir`` shows them.
+        Under a multi-worker strategy only the chief writes.
     distribute : tf.distribute.Strategy or None, default=None
         Data-parallel training: each step of Algorithm 1 (and of the Siamese
         training) runs on the replicas of this strategy, every replica
@@ -418,6 +427,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         affinity_embedding=None,
         encoder=None,
         checkpoint_dir=None,
+        log_dir=None,
         distribute=None,
         random_state=None,
         verbose=0,
@@ -443,6 +453,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self.affinity_embedding = affinity_embedding
         self.encoder = encoder
         self.checkpoint_dir = checkpoint_dir
+        self.log_dir = log_dir
         self.distribute = distribute
         self.random_state = random_state
         self.verbose = verbose
@@ -536,6 +547,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             check_units("hidden_units", self.hidden_units,
                         "'auto' or a non-empty tuple of positive integers")
         check_real("validation_fraction", self.validation_fraction, lambda v: 0 < v < 1, "in (0, 1)")
+        if not (self.log_dir is None or isinstance(self.log_dir, (str, os.PathLike))):
+            raise ValueError(f"log_dir must be a path or None, got log_dir={self.log_dir!r}.")
         if self.encoder is not None and not hasattr(self.encoder, "predict"):
             raise ValueError(f"encoder must be a Keras model or None, got encoder={self.encoder!r}.")
         check_positive("learning_rate", self.learning_rate)
@@ -611,7 +624,10 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         X : array-like of shape (n_samples, n_features)
             Or an ``h5py.Dataset`` / ``streaming.Rows`` on disk: with an
             ``encoder`` it is streamed through it a chunk at a time and never
-            held in memory (e.g. the 685,000 Reuters documents).
+            held in memory (e.g. the 685,000 Reuters documents). Or a
+            ``tf.data.Dataset`` of rows or batches of rows (or of tuples
+            whose first component they are, as Keras reads ``(x, y)``): its
+            rows are read once, into memory, in order.
         y : None
             Ignored, as by every scikit-learn clusterer (pipelines and
             ``cross_val_score`` pass true labels here). Semi-supervised labels
@@ -715,7 +731,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             embedding.fit(z_train, labels=labels_train if (labels_train >= 0).any() else None,
                           groups=None if groups is None else groups[perm[plan.n_val:]],
                           seed=siamese_seed, verbose=self.verbose,
-                          checkpointer=checkpointers.get("siamese"), strategy=self._strategy())
+                          checkpointer=checkpointers.get("siamese"), strategy=self._strategy(),
+                          log=self._epoch_log("siamese"))
             self.siamese_, self.siamese_history_ = embedding.model_, embedding.history_
         self.affinity_embedding_ = embedding
         affinity = plan.affinity
@@ -754,6 +771,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             checkpointer=checkpointers.get("spectral"),
             x_eval=Z if eigvecs is not None else None, eigvecs=eigvecs,
             strategy=self._strategy(), init=self.init, z_train=c_train, z_val=c_val,
+            log=self._epoch_log("spectralnet"),
         )
         if self.encoder is not None:
             self.history_["encode_seconds"] = encode_seconds
@@ -761,10 +779,26 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                        else compose_embedder(self.encoder, spectral_model))
         # Kept so callers need not run the encoder over X a second time.
         self.codes_ = None if self.encoder is None else Z
+        embed_start = time.perf_counter()
         self.embedding_ = dist.map_rows(spectral_model, Z, self._strategy())
         self.cluster_centers_ = fit_centroids(self.embedding_, k, train_seed)
         self.labels_ = self._assign(self.embedding_)
+        if self._writes_logs():
+            phases = {"encode": encode_seconds,
+                      "siamese": getattr(self, "siamese_history_", {}).get("seconds", 0.0),
+                      "spectralnet": self.history_["seconds"],
+                      "init": self.history_.get("init_seconds", 0.0),
+                      "embed_and_kmeans": time.perf_counter() - embed_start}
+            write_phase_seconds(self.log_dir, phases)
         return self
+
+    def _writes_logs(self):
+        """A ``log_dir`` is set and this process writes (not a non-chief worker)."""
+        return self.log_dir is not None and dist.is_chief(self._strategy())
+
+    def _epoch_log(self, run):
+        """TensorBoard's ``log`` for a training phase, or None."""
+        return EpochLog(os.fspath(self.log_dir), run) if self._writes_logs() else None
 
     def fit_transform(self, X, y=None, **fit_params):
         """``fit(X, **fit_params)``, then the embedding of X (``embedding_``)."""
@@ -773,7 +807,10 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     def _validate_X(self, X, reset):
         """X as float32 (an on-disk row source stays on disk), with
         ``n_features_in_`` (and ``feature_names_in_``) set when ``reset`` and
-        checked against them otherwise (scikit-learn's ``validate_data``)."""
+        checked against them otherwise (scikit-learn's ``validate_data``).
+        A ``tf.data.Dataset`` is read into memory first (``dataset_rows``)."""
+        if is_dataset(X):
+            X = dataset_rows(X)
         if is_lazy(X):
             X = check_rows(X)
             if reset:
@@ -845,7 +882,13 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         return assign(embedding, self.cluster_centers_)
 
     def transform(self, X):
-        """Embed X with F_theta: (n_samples, n_clusters)."""
+        """Embed X with F_theta: (n_samples, n_clusters). X may also be an
+        on-disk row source or a ``tf.data.Dataset`` (read a batch at a time)."""
+        if is_dataset(X):
+            self._check_fitted()
+            out = [self.transform(batch) for batch in dataset_batches(X)]
+            return (np.concatenate(out) if out
+                    else np.empty((0, self.n_clusters_), np.float32))
         X = self._check_fitted_X(X)
         return dist.map_rows(self.model_, X, self._strategy())
 

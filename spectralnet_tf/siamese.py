@@ -170,8 +170,9 @@ def build_siamese(input_dim, hidden_units=(1024, 1024, 512, 10), seed=0, output_
 
 def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience=10,
                   min_lr=1e-8, epochs=100, steps_per_epoch=None, validation_fraction=0.1,
-                  seed=0, verbose=1, checkpointer=None, strategy=None):
+                  seed=0, verbose=1, checkpointer=None, strategy=None, log=None):
     """Train ``net`` on ``pairs`` (from ``make_pairs``); returns the history dict.
+    ``log(epoch, values)`` gets each epoch's values (``train.run_epochs``).
 
     An epoch is one pass over the training pairs in random order, or, with
     ``steps_per_epoch``, that many minibatches of distinct random pairs (a
@@ -229,7 +230,7 @@ def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience
         return contrastive_loss(net(tf.gather(x_all, i)), net(tf.gather(x_all, j)), pos)
 
     return run_epochs(run_epoch, validation_loss, schedule, epochs, verbose, name="Siamese",
-                      checkpointer=checkpointer,
+                      checkpointer=checkpointer, log=log,
                       objects={"model": list(net.variables), "optimizer": optimizer,
                                "generator": generator})
 
@@ -238,7 +239,7 @@ def fit_siamese(z, *, hidden_units=(1024, 1024, 512, 10), output_activation="lin
                 n_nbrs=2, positives_per_point=None, batch_size=128, learning_rate=1e-3,
                 max_epochs=100, steps_per_epoch=None, patience=10, min_lr=1e-8,
                 neighbors="auto", labels=None, groups=None, seed=0, verbose=0,
-                checkpointer=None, strategy=None, dtype_policy="float32"):
+                checkpointer=None, strategy=None, dtype_policy="float32", log=None):
     """Pairs from ``z`` (``make_pairs``), a new Siamese net built (in
     ``strategy``'s scope) and trained on them: returns ``(net, history)``. The
     keywords are ``SiameseEmbedding``'s parameters (its ``fit`` calls this)."""
@@ -251,7 +252,8 @@ def fit_siamese(z, *, hidden_units=(1024, 1024, 512, 10), output_activation="lin
     history = train_siamese(net, z, pairs, batch_size=batch_size, learning_rate=learning_rate,
                             patience=patience, min_lr=min_lr, epochs=max_epochs,
                             steps_per_epoch=steps_per_epoch, seed=seed,
-                            verbose=verbose, checkpointer=checkpointer, strategy=strategy)
+                            verbose=verbose, checkpointer=checkpointer, strategy=strategy,
+                            log=log)
     return net, history
 
 
@@ -355,13 +357,14 @@ class SiameseEmbedding(BaseEstimator):
                              f"kneighbors method, got neighbors={self.neighbors!r}.")
 
     def fit(self, X, y=None, *, labels=None, groups=None, seed=0, verbose=0, checkpointer=None,
-            strategy=None):
+            strategy=None, log=None):
         """Train a new net on the pairs of X (``make_pairs``): its nearest
         neighbours, plus pairs from ``labels`` (-1: unknown) and ``groups``
         (ids of views of one item), if given. ``y`` is ignored. With a
         ``checkpointer`` it checkpoints each epoch and resumes from one;
         under a ``tf.distribute`` ``strategy`` each minibatch is split over
-        its replicas. Returns self."""
+        its replicas. ``log(epoch, values)`` gets each epoch's values
+        (``train.run_epochs``). Returns self."""
         self.check_params(strategy)
         self.model_, self.history_ = fit_siamese(
             X, hidden_units=tuple(self.hidden_units), output_activation=self.output_activation,
@@ -370,7 +373,8 @@ class SiameseEmbedding(BaseEstimator):
             max_epochs=self.max_epochs, steps_per_epoch=self.steps_per_epoch,
             patience=self.patience, min_lr=self.min_lr, neighbors=self.neighbors,
             labels=labels, groups=groups, seed=seed, verbose=verbose,
-            checkpointer=checkpointer, strategy=strategy, dtype_policy=self.dtype_policy)
+            checkpointer=checkpointer, strategy=strategy, dtype_policy=self.dtype_policy,
+            log=log)
         return self
 
     def __call__(self, x):

@@ -62,6 +62,40 @@ class Rows(LazyRows):
         return np.asarray(block)[idx - idx[0]]
 
 
+def is_dataset(x):
+    """True for a ``tf.data.Dataset``."""
+    return isinstance(x, tf.data.Dataset)
+
+
+def dataset_batches(ds, name="X"):
+    """The feature batches of a ``tf.data.Dataset`` as 2-D float32 numpy
+    arrays, one at a time. Its elements are rows (rank 1) or batches of
+    rows (rank 2); an element that is a tuple, such as ``(features,
+    labels)``, contributes its first component, as Keras's ``fit`` reads
+    it. Anything else is a ValueError naming ``name``."""
+    spec = ds.element_spec
+    if isinstance(spec, tuple):
+        if not spec:
+            raise ValueError(f"{name} is a Dataset of empty tuples; it needs features.")
+        ds, spec = ds.map(lambda *parts: parts[0]), spec[0]
+    if not isinstance(spec, tf.TensorSpec) or spec.shape.rank not in (1, 2):
+        raise ValueError(
+            f"{name} must be a Dataset of feature rows or batches of rows (rank 1 or 2 "
+            f"tensors, or tuples that start with one), got element_spec={spec}.")
+    if spec.shape.rank == 1:
+        ds = ds.batch(CHUNK_ROWS)
+    for batch in ds.prefetch(2).as_numpy_iterator():
+        yield np.asarray(batch, dtype=np.float32)
+
+
+def dataset_rows(ds, name="X"):
+    """All rows of a ``tf.data.Dataset`` (``dataset_batches``), stacked."""
+    batches = list(dataset_batches(ds, name))
+    if not batches:
+        raise ValueError(f"{name} is an empty Dataset.")
+    return np.concatenate(batches)
+
+
 def is_lazy(x):
     """True for row sources read from disk or generated on demand."""
     return isinstance(x, (h5py.Dataset, LazyRows))

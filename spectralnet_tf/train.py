@@ -66,11 +66,13 @@ class PlateauSchedule:
 
 
 def run_epochs(run_epoch, validation_loss, schedule, epochs, verbose=1, monitor=None,
-               name="training", checkpointer=None, objects=None, started=None):
+               name="training", checkpointer=None, objects=None, started=None, log=None):
     """The epoch loop shared by every training: one compiled ``run_epoch`` call,
     the validation loss, the learning-rate schedule, the history and a Keras
     progress bar. ``monitor(epoch)`` may add values to the history, and
     ``started`` (name -> value) entries from before the first epoch.
+    ``log(epoch, values)`` receives each epoch's values and its seconds (e.g.
+    ``summaries.EpochLog``, for TensorBoard).
 
     With a ``checkpointer``, ``objects`` (name -> trackable: the model's
     variables as a list, which includes non-trainable ones such as the
@@ -99,11 +101,14 @@ def run_epochs(run_epoch, validation_loss, schedule, epochs, verbose=1, monitor=
             raise FloatingPointError(
                 f"{name} failed in epoch {epoch + 1}: {err.message}"
             ) from err
-        history.setdefault("epoch_seconds", []).append(time.perf_counter() - epoch_start)
+        seconds = time.perf_counter() - epoch_start
+        history.setdefault("epoch_seconds", []).append(seconds)
         values = {"loss": loss, "val_loss": float(validation_loss()), "lr": schedule.lr}
         values.update(monitor(epoch) if monitor else {})
         for key, value in values.items():
             history.setdefault(key, []).append(value)
+        if log is not None:
+            log(epoch, {**values, "epoch_seconds": seconds})
         stop = schedule.update(values["val_loss"])
         finished = stop or epoch + 1 == epochs
         progbar.stateful_metrics = set(values)
@@ -440,7 +445,7 @@ def train_spectralnet(
     history = run_epochs(functools.partial(run_epoch, steps), validation_loss, schedule, epochs,
                          verbose, monitor, name="SpectralNet", checkpointer=checkpointer,
                          objects={"model": list(model.variables), "optimizer": optimizer,
-                                  "generator": generator}, started=started)
+                                  "generator": generator}, started=started, log=log)
     # Final orthogonalization on all training points, so (1/n) Y^T Y = I holds
     # on the training set rather than on one minibatch.
     orthonorm.orthogonalize(distribute.map_rows(body, x_train, strategy))

@@ -310,12 +310,13 @@ def test_flags_map_to_estimator_parameters_only_when_given():
     args = parser.parse_args(["fit", "x.npy", "-k", "3", "-o", "m", "--hidden", "64,32",
                               "--epochs", "5", "--batch-size", "128", "--lr", "0.01",
                               "--laplacian", "normalized", "--n-nbrs", "5", "--scale", "local",
-                              "--siamese", "--seed", "7", "--verbose"])
+                              "--siamese", "--seed", "7", "--verbose", "--tensorboard", "tb"])
     params = cli.estimator_params(args)
     affinity = params.pop("affinity")
     assert params == {"n_clusters": 3, "random_state": 7, "hidden_units": (64, 32),
                       "max_epochs": 5, "batch_size": 128, "learning_rate": 0.01,
-                      "laplacian": "normalized", "affinity_embedding": "siamese", "verbose": 1}
+                      "laplacian": "normalized", "affinity_embedding": "siamese", "verbose": 1,
+                      "log_dir": "tb"}
     assert isinstance(affinity, GaussianKNNAffinity)
     assert (affinity.n_nbrs, affinity.scale) == (5, "local")
     assert affinity.scale_nbr == GaussianKNNAffinity().scale_nbr  # not given: its default

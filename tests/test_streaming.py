@@ -2,6 +2,7 @@ import h5py
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from spectralnet_tf import SpectralNet
 from spectralnet_tf.streaming import Rows, is_lazy, map_batches, row_batches
@@ -95,3 +96,31 @@ def test_fit_encodes_x_once_and_keeps_the_codes(tmp_path):
     assert net.history_["encode_seconds"] >= 0
     plain = SpectralNet(2, **params).fit(x)
     assert plain.codes_ is None and "encode_seconds" not in plain.history_
+
+
+def test_a_tf_data_dataset_fits_transforms_and_predicts_as_the_same_rows_in_an_array():
+    """A Dataset of rows, of batches, or of (features, labels) tuples is the
+    same input as the array of its rows: equal labels with the same seed."""
+    from spectralnet_tf import SpectralNet
+    from spectralnet_tf.datasets import blobs
+
+    x, y = blobs(300, 3, seed=0)
+    params = dict(hidden_units=(16,), max_epochs=3, steps_per_epoch=5, random_state=0)
+    ref = SpectralNet(3, **params).fit(x)
+    for ds in (tf.data.Dataset.from_tensor_slices(x),
+               tf.data.Dataset.from_tensor_slices(x).batch(64),
+               tf.data.Dataset.from_tensor_slices((x, y)).batch(50)):
+        net = SpectralNet(3, **params).fit(ds)
+        np.testing.assert_array_equal(net.labels_, ref.labels_)
+        np.testing.assert_array_equal(net.predict(ds), ref.labels_)
+        np.testing.assert_allclose(net.transform(ds), ref.transform(x), rtol=1e-6, atol=1e-7)
+
+
+def test_a_dataset_that_holds_no_feature_rows_is_refused():
+    from spectralnet_tf import SpectralNet
+
+    images = tf.data.Dataset.from_tensor_slices(np.zeros((10, 4, 4), np.float32)).batch(5)
+    with pytest.raises(ValueError, match="X must be a Dataset of feature rows or batches"):
+        SpectralNet(2).fit(images)
+    with pytest.raises(ValueError, match="X is an empty Dataset"):
+        SpectralNet(2).fit(tf.data.Dataset.from_tensor_slices(np.zeros((0, 2), np.float32)))
