@@ -428,11 +428,12 @@ def run_command(argv=None):
                 argv += ["--out", out]
         strategy = make_strategy(args)  # before any TensorFlow op, as tf.distribute asks
         chief = distribute.is_chief(strategy)
-        if not resume and chief:
-            rundir.check_new(out)
+        # The chief's checks; every worker stops with the chief's reason.
+        refusals = (UsageError, rundir.RunDirectoryError)
+        if not resume:
+            distribute.chief_check(lambda: rundir.check_new(out), refusals, strategy)
         job = Job(args, strategy)
-        if chief:
-            job.check_disk(out)
+        distribute.chief_check(lambda: job.check_disk(out), refusals, strategy)
         if not chief:  # the chief claims and writes the run directory
             return run(job, out, resume, write=False)
         with rundir.claim(out, argv, resume=resume):

@@ -320,7 +320,7 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
         return mse(val)
 
     return run_epochs(epoch_with_views, validation_loss, schedule, epochs, verbose,
-                      name="Autoencoder",
+                      name="Autoencoder", strategy=strategy,
                       checkpointer=checkpointer,
                       objects={"model": list(autoencoder.variables), "optimizer": optimizer,
                                "generator": generator})

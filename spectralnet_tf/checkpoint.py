@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 
+import numpy as np
 import tensorflow as tf
 
 from .atomic import atomic_directory, atomic_file, publish
@@ -76,3 +77,69 @@ class Checkpointer:
         tf.train.Checkpoint(**objects).read(os.path.join(path, "vars")).assert_consumed()
         with open(os.path.join(path, STATE)) as f:
             return json.load(f)
+
+
+#: The fit a checkpoint directory belongs to (``fingerprint``).
+FINGERPRINT = "fingerprint.json"
+#: Rows of X hashed into the fingerprint, evenly spaced.
+FINGERPRINT_ROWS = 64
+
+
+def _digest(array):
+    import hashlib
+
+    array = np.ascontiguousarray(array)
+    return hashlib.sha256(str(array.dtype).encode() + str(array.shape).encode()
+                          + array.tobytes()).hexdigest()[:16]
+
+
+def fingerprint(x, params, **arrays):
+    """What a resumed fit must share with the one that wrote the checkpoints:
+    X's shape, a hash of its rows (a numpy X: all of them; one on disk:
+    ``FINGERPRINT_ROWS`` evenly spaced rows, read one at a time), a hash of
+    each of ``arrays`` (e.g. the partial labels; None: absent) and the
+    parameters (JSON)."""
+    n = len(x)
+    if isinstance(x, np.ndarray):
+        sample = x
+    else:
+        rows = np.unique(np.linspace(0, n - 1, min(n, FINGERPRINT_ROWS)).astype(np.int64))
+        sample = np.stack([np.asarray(x[int(i):int(i) + 1], np.float32)[0] for i in rows])
+    found = {"X shape": list(np.shape(x)), "X rows": _digest(sample)}
+    for name, value in arrays.items():
+        found[name] = None if value is None else _digest(np.asarray(value))
+    found["parameters"] = json.loads(json.dumps(params, sort_keys=True, default=repr))
+    return found
+
+
+def check_fingerprint(directory, found, resume, write=True):
+    """On a fresh fit, record ``found`` in ``directory`` (atomically; not if
+    ``write`` is False: a non-chief worker). On resume, compare it with the
+    recorded one and raise a ValueError that says what differs. A directory
+    without a record (written before fingerprints) is resumed unchecked."""
+    path = os.path.join(directory, FINGERPRINT)
+    if not resume:
+        if write:
+            os.makedirs(directory, exist_ok=True)
+            with atomic_file(path) as f:
+                json.dump(found, f, indent=1)
+        return
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        recorded = json.load(f)
+    differs = []
+    for key in sorted(set(recorded) | set(found)):
+        if key == "parameters":
+            old, new = recorded.get(key, {}), found.get(key, {})
+            differs += [f"{name}={old.get(name)!r} then, {name}={new.get(name)!r} now"
+                        for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
+        elif recorded.get(key) != found.get(key):
+            what = {"X rows": "X holds other rows"}.get(key, f"{key}: {recorded.get(key)!r} then, "
+                                                              f"{found.get(key)!r} now")
+            differs.append(what)
+    if differs:
+        raise ValueError(
+            f"resume=True, but the checkpoints in {directory!r} are of another fit: "
+            f"{'; '.join(differs)}. Resume with the same data and parameters, or use an "
+            "empty checkpoint_dir.")

@@ -210,6 +210,71 @@ def all_gather_rows(x, rows, most):
     return all_sum(padded)[:rows]
 
 
+def n_workers(strategy=None):
+    """Worker processes of a multi-worker strategy (1 for any other)."""
+    extended = get(strategy).extended
+    return int(getattr(extended, "_num_workers", 1) or 1)
+
+
+def agree(values, strategy=None):
+    """The mean over the workers of a dict of host floats (name -> value),
+    the same on every worker: one all-reduce. The schedule's decisions (a
+    plateau, a cut of the learning rate, the stop) are taken on these, so
+    that workers whose own values differ in rounding (another CPU, another
+    library) never take different branches and wait for each other in a
+    collective forever. The values as they are with one worker."""
+    strategy = get(strategy)
+    if n_workers(strategy) == 1 or not values:
+        return values
+    names = list(values)
+    local = tf.constant([float(values[name]) for name in names], tf.float64)
+    replicas = n_replicas(strategy)
+    summed = strategy.reduce(tf.distribute.ReduceOp.SUM,
+                             strategy.run(lambda: local / replicas), axis=None)
+    return dict(zip(names, (float(v) for v in summed.numpy())))
+
+
+#: Longest message (bytes of UTF-8) a pre-flight verdict carries to the other workers.
+VERDICT_BYTES = 1024
+
+
+def chief_check(check, errors=(ValueError,), strategy=None):
+    """Run the pre-flight ``check()`` on the chief alone and give its verdict
+    to every worker (one all-reduce): where it raised one of ``errors``,
+    every worker raises the same type with the same message (the chief its
+    own exception), so that a check only the chief can make (a used output
+    folder, existing checkpoints) stops all of them with the same one-line
+    reason instead of leaving the others waiting. With one worker it is
+    ``check()``."""
+    strategy = get(strategy)
+    if n_workers(strategy) == 1:
+        check()
+        return
+    payload, failure = np.zeros(VERDICT_BYTES + 1, np.int32), None
+    if is_chief(strategy):
+        try:
+            check()
+        except errors as err:
+            failure = err
+            text = str(err).encode()[:VERDICT_BYTES]
+            payload[0] = 1 + next(i for i, kind in enumerate(errors) if isinstance(err, kind))
+            payload[1:1 + len(text)] = np.frombuffer(text, np.uint8)
+
+    def first_replicas(data):  # the chief's first replica is replica 0 of the cluster
+        ctx = tf.distribute.get_replica_context()
+        return tf.where(tf.equal(ctx.replica_id_in_sync_group, 0), data, tf.zeros_like(data))
+
+    verdict = strategy.reduce(tf.distribute.ReduceOp.SUM,
+                              strategy.run(first_replicas, args=(tf.constant(payload),)),
+                              axis=None).numpy()
+    if verdict[0] == 0:
+        return
+    if failure is not None:
+        raise failure
+    message = bytes(verdict[1:].astype(np.uint8)).rstrip(b"\0").decode(errors="replace")
+    raise errors[int(verdict[0]) - 1](message)
+
+
 def is_chief(strategy=None):
     """True unless this process is a non-chief worker of a multi-worker
     strategy: only the chief writes results, checkpoints and exports."""

@@ -17,9 +17,9 @@ from . import distribute as dist
 from .checks import check_choice, check_int, check_positive, check_real, check_units
 from .affinity import (AFFINITIES, GaussianAffinity, PrecomputedAffinity, check_graph,
                        check_labels)
-from .checkpoint import Checkpointer
+from .checkpoint import Checkpointer, check_fingerprint, fingerprint
 from .centroids import assign, fit_centroids
-from .export import export_saved_model, load_estimator, save_estimator
+from .export import export_saved_model, load_estimator, part_to_json, save_estimator
 from .losses import LAPLACIANS
 from .nclusters import Eigengap
 from .networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
@@ -714,7 +714,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             )
         for stale in ("siamese_", "siamese_history_", "eigenvalues_", "n_clusters_chooser_"):
             self.__dict__.pop(stale, None)
-        checkpointers = self._checkpointers(resume)
+        checkpointers = self._checkpointers(resume, lambda: fingerprint(
+            X, self._fingerprint_params(), partial_labels=partial_labels, groups=groups,
+            graph=None if graph is None else np.r_[graph.indices, graph.data]))
         seeds = np.random.default_rng(_seed(self.random_state)).integers(0, 2**31 - 1, size=5)
         split_seed, scale_seed, net_seed, train_seed, siamese_seed = (int(s) for s in seeds)
         # Code space: encode once; everything below trains on the codes.
@@ -844,27 +846,48 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     def _strategy(self):
         return dist.get(self.distribute)
 
-    def _checkpointers(self, resume):
-        """Checkpointer per training phase; refuse to reuse checkpoints unasked.
-        Only the chief of a multi-worker strategy writes; the others only
-        read, on resume."""
+    def _fingerprint_params(self):
+        """The parameters a resumed fit must share with the first (JSON):
+        all but where and how it runs and reports; an encoder by a hash of
+        its weights."""
+        params = {key: part_to_json(value) for key, value in self.get_params(deep=False).items()
+                  if key not in ("verbose", "checkpoint_dir", "log_dir", "distribute")}
+        if self.encoder is not None:
+            weights = [np.ravel(w) for w in self.encoder.get_weights()]
+            params["encoder"] = fingerprint(np.concatenate(weights)[:, None], {})["X rows"]
+        if callable(self.affinity_embedding) and not isinstance(self.affinity_embedding,
+                                                                SiameseEmbedding):
+            params["affinity_embedding"] = type(self.affinity_embedding).__name__
+        return params
+
+    def _checkpointers(self, resume, found=None):
+        """Checkpointer per training phase; refuse to reuse checkpoints unasked,
+        and to resume those of another fit (``checkpoint.check_fingerprint``:
+        ``found()`` is this fit's fingerprint). Only the chief of a
+        multi-worker strategy writes; the others only read, on resume."""
         if self.checkpoint_dir is None:
             if resume:
                 raise ValueError("resume=True needs checkpoint_dir, got checkpoint_dir=None.")
             return {}
         chief = dist.is_chief(self._strategy())
+        phases = {name: Checkpointer(os.path.join(self.checkpoint_dir, name), write=chief)
+                  for name in ("siamese", "spectral")}
+
+        def preflight():  # on the chief; its verdict stops every worker alike
+            existing = [c.directory for c in phases.values() if c.latest() is not None]
+            if existing and not resume:
+                raise ValueError(
+                    f"checkpoint_dir={self.checkpoint_dir!r} holds checkpoints of an earlier "
+                    f"fit ({', '.join(existing)}); pass resume=True to continue it, or use "
+                    "an empty directory."
+                )
+            if found is not None:
+                check_fingerprint(os.fspath(self.checkpoint_dir), found(), resume)
+
+        dist.chief_check(preflight, (ValueError,), self._strategy())
         if not (chief or resume):
             return {}
-        found = {name: Checkpointer(os.path.join(self.checkpoint_dir, name), write=chief)
-                 for name in ("siamese", "spectral")}
-        existing = [c.directory for c in found.values() if c.latest() is not None]
-        if existing and not resume:
-            raise ValueError(
-                f"checkpoint_dir={self.checkpoint_dir!r} holds checkpoints of an earlier "
-                f"fit ({', '.join(existing)}); pass resume=True to continue it, or use "
-                "an empty directory."
-            )
-        return found
+        return phases
 
     # ------------------------------------------------------- after fitting
     def _check_fitted(self):

@@ -230,7 +230,7 @@ def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience
         return contrastive_loss(net(tf.gather(x_all, i)), net(tf.gather(x_all, j)), pos)
 
     return run_epochs(run_epoch, validation_loss, schedule, epochs, verbose, name="Siamese",
-                      checkpointer=checkpointer, log=log,
+                      checkpointer=checkpointer, log=log, strategy=strategy,
                       objects={"model": list(net.variables), "optimizer": optimizer,
                                "generator": generator})
 

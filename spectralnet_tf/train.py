@@ -66,13 +66,17 @@ class PlateauSchedule:
 
 
 def run_epochs(run_epoch, validation_loss, schedule, epochs, verbose=1, monitor=None,
-               name="training", checkpointer=None, objects=None, started=None, log=None):
+               name="training", checkpointer=None, objects=None, started=None, log=None,
+               strategy=None):
     """The epoch loop shared by every training: one compiled ``run_epoch`` call,
     the validation loss, the learning-rate schedule, the history and a Keras
     progress bar. ``monitor(epoch)`` may add values to the history, and
     ``started`` (name -> value) entries from before the first epoch.
     ``log(epoch, values)`` receives each epoch's values and its seconds (e.g.
-    ``summaries.EpochLog``, for TensorBoard).
+    ``summaries.EpochLog``, for TensorBoard). Under a multi-worker
+    ``strategy`` each epoch's values are first agreed on by all workers
+    (``distribute.agree``), so that every branch of the schedule is taken on
+    every worker.
 
     With a ``checkpointer``, ``objects`` (name -> trackable: the model's
     variables as a list, which includes non-trainable ones such as the
@@ -105,6 +109,7 @@ def run_epochs(run_epoch, validation_loss, schedule, epochs, verbose=1, monitor=
         history.setdefault("epoch_seconds", []).append(seconds)
         values = {"loss": loss, "val_loss": float(validation_loss()), "lr": schedule.lr}
         values.update(monitor(epoch) if monitor else {})
+        values = distribute.agree(values, strategy)
         for key, value in values.items():
             history.setdefault(key, []).append(value)
         if log is not None:
@@ -445,7 +450,8 @@ def train_spectralnet(
     history = run_epochs(functools.partial(run_epoch, steps), validation_loss, schedule, epochs,
                          verbose, monitor, name="SpectralNet", checkpointer=checkpointer,
                          objects={"model": list(model.variables), "optimizer": optimizer,
-                                  "generator": generator}, started=started, log=log)
+                                  "generator": generator}, started=started, log=log,
+                         strategy=strategy)
     # Final orthogonalization on all training points, so (1/n) Y^T Y = I holds
     # on the training set rather than on one minibatch.
     orthonorm.orthogonalize(distribute.map_rows(body, x_train, strategy))

@@ -1,4 +1,5 @@
 import os
+import re
 
 import numpy as np
 import pytest
@@ -49,3 +50,31 @@ def test_only_the_latest_checkpoint_is_kept_and_a_finished_run_is_not_retrained(
     assert names == ["ckpt-000003", "latest"]
     again_model, again_hist = _train(3, ckpt)  # finished: restored, not retrained
     assert again_hist["loss"] == hist["loss"]
+
+
+def test_resume_with_other_data_or_parameters_is_refused_saying_what_differs(tmp_path):
+    """The checkpoint directory records the fit it belongs to; resuming it
+    with other rows, another shape or other parameters is refused in one
+    line, and with the same ones it goes on."""
+    from spectralnet_tf import SpectralNet
+
+    x = np.random.default_rng(0).normal(size=(300, 3)).astype(np.float32)
+    params = dict(hidden_units=(8,), max_epochs=2, steps_per_epoch=2, random_state=0,
+                  checkpoint_dir=str(tmp_path))
+    first = SpectralNet(2, **params).fit(x)
+    other = x.copy()
+    other[150, 1] += 1.0
+    cases = [(SpectralNet(2, **params), other, "X holds other rows"),
+             (SpectralNet(2, **params), x[:290], "X shape: [300, 3] then, [290, 3] now"),
+             (SpectralNet(2, **{**params, "learning_rate": 0.01}), x,
+              "learning_rate=0.001 then, learning_rate=0.01 now"),
+             (SpectralNet(3, **params), x, "n_clusters=2 then, n_clusters=3 now")]
+    for net, data, message in cases:
+        with pytest.raises(ValueError, match="are of another fit: .*" + re.escape(message)):
+            net.fit(data, resume=True)
+    labels = np.full(300, -1)
+    labels[:2] = [0, 1]
+    with pytest.raises(ValueError, match="partial_labels: None then"):
+        SpectralNet(2, **params).fit(x, partial_labels=labels, resume=True)
+    again = SpectralNet(2, **{**params, "verbose": 0}).fit(x, resume=True)
+    np.testing.assert_array_equal(again.labels_, first.labels_)

@@ -110,7 +110,7 @@ def _x(n=200, d=2):
          r"affinity=GaussianKNNAffinity\(n_nbrs=0\): n_nbrs must be an integer >= 1, got n_nbrs=0"),
         (_x(), dict(affinity=GaussianKNNAffinity(scale="median")),
          r"affinity=GaussianKNNAffinity\(scale='median'\): scale must be one of .*'median'"),
-        (_x(), dict(affinity=object()), r"affinity must be one of \('knn', 'full'\) or an affinity "
+        (_x(), dict(affinity=object()), r"affinity must be one of \('knn', 'full', 'precomputed'\) or an affinity "
                                         r"object .*got affinity=<object object"),
         (_x(), dict(affinity_embedding="pca"), r"affinity_embedding must be None, 'siamese', a "
                                                r"SiameseEmbedding or a callable, got "
