@@ -228,6 +228,29 @@ def bench_nclusters(args, command):
         "note"], rows, command)
 
 
+def bench_graph_knn(args, command):
+    """The kNN graph a default run samples, given back as ``affinity=
+    "precomputed"``: on the cc set (seeds as given), a default
+    ``SpectralNet`` fit, then one on ``affinity_.for_full_data``'s graph of
+    all points (the graph its minibatches sample), both scored."""
+    from spectralnet_tf import SpectralNet
+    from spectralnet_tf.datasets import load_dataset
+    from spectralnet_tf.metrics import acc
+
+    rows = []
+    for seed in args.seeds:
+        x, y, k = load_dataset("cc", seed=seed)
+        knn = SpectralNet(k, random_state=seed).fit(x)
+        graph = knn.affinity_.for_full_data(len(x), knn.plan(*x.shape).batch_size).graph(x)
+        own = SpectralNet(k, affinity="precomputed", random_state=seed).fit(x, graph=graph)
+        rows.append([seed, len(x), graph.nnz, f"{acc(y, knn.labels_):.4f}",
+                     f"{acc(y, own.labels_):.4f}"])
+        print(rows[-1], flush=True)
+    append('affinity="precomputed" with the kNN graph of a default run (cc)', [
+        "seed", "n", "edges (nonzeros)", "ACC, kNN affinity", "ACC, that graph precomputed"],
+        rows, command)
+
+
 def bench_graph_sbm(args, command):
     """``affinity="precomputed"`` on a stochastic block model with node
     features (``datasets.sbm``: 3 blocks, 3,000 nodes, the features' largest
@@ -487,7 +510,7 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=["matmul", "step", "run", "serve", "reuters-scale", "scale",
                                     "kmeans-sample", "profile", "default-fit", "nclusters",
-                                    "graph-sbm", "report"])
+                                    "graph-sbm", "graph-knn", "report"])
     p.add_argument("--check", action="store_true",
                    help="report: exit 1 if BENCHMARKS.md or README.md is stale")
     p.add_argument("--sizes", type=int, nargs="+",
@@ -509,7 +532,7 @@ def main(argv=None):
     p.add_argument("--dsets", nargs="+", help="default-fit: the data sets (default: "
                    f"{' '.join(DEFAULT_FIT_SETS)}); nclusters: blobs, illustrative sets, mnist")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
-                   help="default-fit, nclusters, graph-sbm: the seeds (default 0 1 2)")
+                   help="default-fit, nclusters, graph-sbm, graph-knn: the seeds (default 0 1 2)")
     own, rest = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     args = p.parse_args(own)
     args.rest = rest  # run.py arguments, after --
@@ -526,7 +549,7 @@ def main(argv=None):
      "reuters-scale": bench_reuters_scale, "scale": bench_scale,
      "kmeans-sample": bench_kmeans_sample, "profile": bench_profile,
      "default-fit": bench_default_fit, "nclusters": bench_nclusters,
-     "graph-sbm": bench_graph_sbm}[args.what](args, command)
+     "graph-sbm": bench_graph_sbm, "graph-knn": bench_graph_knn}[args.what](args, command)
     print(f"peak RSS {peak_rss_gib():.2f} GiB")
 
 

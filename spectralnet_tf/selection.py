@@ -10,7 +10,7 @@ a fitted estimator, ``greater_is_better`` saying which way is better):
 - ``ValidationLoss``: the final validation loss. It is comparable only when
   the trials share the affinity, the loss and the hold-out, so a grid that
   varies anything else is refused.
-- ``Eigengap``: for choices that change the affinity (neighbours, scale,
+- ``EigengapCriterion``: for choices that change the affinity (neighbours, scale,
   Siamese net, code space), where the loss is not comparable: the relative
   gap 1 - lambda_k / lambda_{k+1} of the normalized Laplacian of each trial's
   own affinity on one fixed random subsample (the eigengap heuristic of
@@ -79,7 +79,7 @@ class ValidationLoss:
         return {"val_loss": float(net.history_["val_loss"][-1])}
 
 
-class Eigengap:
+class EigengapCriterion:
     """The relative eigengap ``1 - lambda_k / lambda_{k+1}`` of the normalized
     Laplacian of each trial's fitted affinity (its kNN graph) on a fixed
     random subsample of ``n_samples`` points of X (higher is better; 0 when
@@ -124,7 +124,7 @@ def relative_eigengap(w, k):
     return {"eigengap": gap, "eigengap_abs": high - low, "lambda_k": low, "lambda_k1": high}
 
 
-CRITERIA = {"val_loss": ValidationLoss, "eigengap": Eigengap}
+CRITERIA = {"val_loss": ValidationLoss, "eigengap": EigengapCriterion}
 
 
 class UnsupervisedSearch:

@@ -12,7 +12,8 @@ from sklearn.datasets import make_blobs
 
 from spectralnet_tf import SpectralNet
 
-from spectralnet_tf.selection import Eigengap, UnsupervisedSearch, correlation, relative_eigengap
+from spectralnet_tf.selection import (EigengapCriterion, UnsupervisedSearch, correlation,
+                                      relative_eigengap)
 from spectralnet_tf.spectral import laplacian_matrix
 
 FAST = dict(hidden_units=(32,), max_epochs=2, steps_per_epoch=5, batch_size=128)
@@ -73,7 +74,7 @@ def test_the_eigengap_is_the_normalized_laplacians_relative_gap(blobs):
     x, y = blobs
     search = UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0, **FAST),
                                 {"affinity__n_nbrs": [5, 10]}, criterion="eigengap").fit(x)
-    criterion = Eigengap()
+    criterion = EigengapCriterion()
     criterion.prepare(x, np.random.default_rng(0))  # the subsample the search scored
     w = search.best_estimator_.affinity_.graph(criterion.subset_)
     vals = scipy.linalg.eigvalsh(laplacian_matrix(w, "normalized").toarray())
