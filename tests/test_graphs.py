@@ -112,3 +112,22 @@ def test_features_plus_a_block_graph_predict_held_out_blocks_from_features(tmp_p
     net.save(tmp_path / "m")  # a precomputed estimator saves and loads without its graph
     loaded = SpectralNet.load(tmp_path / "m")
     np.testing.assert_array_equal(loaded.predict(x[held]), net.predict(x[held]))
+
+
+@pytest.mark.slow
+def test_the_replicas_of_a_strategy_build_the_same_submatrix_row_blocks():
+    """Under a strategy each replica builds its rows of the minibatch's W;
+    gathered, they are the submatrix (a subprocess over two logical CPUs)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=root)
+    env.pop("TF_CONFIG", None)
+    done = subprocess.run([sys.executable, os.path.join(root, "tests", "precomputed_replicas.py")],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["replicas"] == 2 and got["max_diff"] < 1e-6 and got["one_device"] < 1e-6
