@@ -1,5 +1,5 @@
 """A two-worker fit whose workers compute different validation losses (run
-by tests/test_distribute_runs.py, one process per worker, with TF_CONFIG).
+by tests/test_workers_agree.py, one process per worker, with TF_CONFIG).
 
     python tests/diverging_workers.py OUT_DIR
 

@@ -138,6 +138,7 @@ def test_pretrain_script_names_bad_image_augmentation(load_script, capsys, flags
 
 
 @pytest.mark.slow
+@pytest.mark.research
 def test_pretrain_script_killed_then_resumed_writes_the_uninterrupted_weights(tmp_path):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     args = [sys.executable, PRETRAIN, "--limit", "512", "--epochs", "8", "--quiet"]
@@ -196,6 +197,7 @@ def test_pretrain_script_trains_on_infinite_mnist_rows(load_script, capsys):
 
 @pytest.mark.skipif(not os.environ.get("SPECTRALNET_DATA_DIR"),
                     reason="needs mnist.npz in $SPECTRALNET_DATA_DIR")
+@pytest.mark.slow
 def test_pretrain_script_starts_from_init_weights_and_records_them(load_script, tmp_path):
     from spectralnet_tf.resources import sha256
 

@@ -16,6 +16,9 @@ import pytest
 
 from cluster_runs import ROOT, finish as _finish, run_env as _env, start_workers as _workers
 
+#: Every test here runs a research command (scripts/run.py, scripts/pretrain_ae.py) end to end.
+pytestmark = [pytest.mark.slow, pytest.mark.research]
+
 RUN = os.path.join(ROOT, "scripts", "run.py")
 SMALL_RUN = ["--dset", "moons", "--seed", "2", "--hidden", "64,64", "--steps-per-epoch", "20",
              "--no-exact", "--no-plots", "--quiet"]

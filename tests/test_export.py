@@ -35,15 +35,6 @@ def fitted_with_encoder():
     return net, x
 
 
-def _run_fresh(code, tmp_path):
-    """Run code in a fresh Python process (no training code imported by it)."""
-    env = {**os.environ, "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return out.stdout
-
-
 def _tree_digest(path):
     h = hashlib.sha256()
     for root, _, files in sorted(os.walk(path)):
@@ -69,28 +60,77 @@ np.savez("session.npz", **out)
 """
 
 
-def _serve(script, path, x, tmp_path):
-    """Run ``script`` (a request through the SavedModel at ``path``) on ``x``
-    in a fresh process, in ``tmp_path``; its finished process."""
-    np.save(tmp_path / "x.npy", x)
-    (tmp_path / "serve.py").write_text(script)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    out = subprocess.run([sys.executable, "serve.py", path], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300)
+#: Load the estimator's .keras file with Keras alone (safe_mode=True), as
+#: a user's fresh process does: importing the package registers its layers.
+KERAS_LOAD = """
+import numpy as np, keras, spectralnet_tf
+m = keras.models.load_model('est/embedder.keras')
+np.save('y.npy', np.asarray(m(np.load('x.npy'))))
+"""
+
+#: Run the requests listed in the JSON file ``sys.argv[1]``, each
+#: ``[script, folder, argv, serving]``: in its folder, with ``sys.argv`` set to
+#: ``argv`` and its standard output in ``stdout.txt`` there. A serving request
+#: finds no module of the package imported, as in a model server; they come
+#: before the Keras load, which imports it.
+FRESH_PROCESS = """
+import contextlib, json, os, sys
+for script, folder, argv, serving in json.load(open(sys.argv[1])):
+    assert not (serving and "spectralnet_tf" in sys.modules), folder
+    os.chdir(folder)
+    sys.argv = argv
+    with open("stdout.txt", "w") as out, contextlib.redirect_stdout(out):
+        exec(compile(script, os.path.join(folder, "request.py"), "exec"), {"__name__": "__main__"})
+"""
+
+
+@pytest.fixture(scope="module")
+def fresh(fitted, fitted_with_encoder, tmp_path_factory):
+    """The fresh-process requests of the slow tests below, run in one new
+    Python process, so that TensorFlow starts once for all of them: both
+    loaders on each model's export, a request with NaN and inf, and the
+    .keras file loaded by Keras. Each request has a folder of its own, with
+    its input ``x.npy`` and what it wrote; returns ``name -> (folder, path
+    of the export or None)``."""
+    root = tmp_path_factory.mktemp("fresh")
+    cases, requests = {}, []
+    for name, (net, x) in (("fitted", fitted), ("fitted_with_encoder", fitted_with_encoder)):
+        folder = root / name
+        path = net.export(str(folder / "export"), name="m")
+        cases[name] = (folder, path)
+        requests.append((BOTH_LOADERS, folder, path, x, True))
+    net, x = fitted
+    folder = root / "nan"
+    bad = x[:5].copy()
+    bad[3, 1] = np.nan
+    bad[4, 0] = np.inf
+    cases["nan"] = (folder, net.export(str(folder / "export")))
+    requests.append((NAN_REQUEST, folder, cases["nan"][1], bad, True))
+    folder = root / "keras"
+    net.save(str(folder / "est"))
+    cases["keras"] = (folder, None)
+    requests.append((KERAS_LOAD, folder, None, x, False))
+    listed = []
+    for script, folder, path, x, serving in requests:
+        np.save(folder / "x.npy", x)
+        listed.append([script, str(folder), ["request.py", *([path] if path else [])], serving])
+    (root / "requests.json").write_text(json.dumps(listed))
+    env = {**os.environ, "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    out = subprocess.run([sys.executable, "-c", FRESH_PROCESS, str(root / "requests.json")],
+                         cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    return out
+    return cases
 
 
 @pytest.mark.slow  # TensorFlow starts in a subprocess
 @pytest.mark.parametrize("model", ["fitted", "fitted_with_encoder"])
-def test_both_loaders_serve_the_estimators_embedding_and_clusters(model, request, tmp_path):
+def test_both_loaders_serve_the_estimators_embedding_and_clusters(model, request, fresh):
     net, x = request.getfixturevalue(model)
-    path = net.export(str(tmp_path / "export"), name="m")
-    assert path == str(tmp_path / "export" / "m" / "1")
-    _serve(BOTH_LOADERS, path, x, tmp_path)
+    folder, path = fresh[model]
+    assert path == str(folder / "export" / "m" / "1")
     embedding, labels = net.transform(x), net.predict(x)
     for loader in ("tf2", "session"):
-        served = np.load(tmp_path / f"{loader}.npz")
+        served = np.load(folder / f"{loader}.npz")
         assert sorted(served.files) == ["cluster", "distances", "embedding"]
         assert served["embedding"].dtype == np.float32 and served["cluster"].dtype == np.int64
         assert np.max(np.abs(served["embedding"] - embedding)) <= 1e-5, loader
@@ -229,17 +269,10 @@ def test_bad_model_name_is_refused_before_writing(fitted, tmp_path, name):
 
 
 @pytest.mark.slow  # TensorFlow starts in a subprocess
-def test_keras_file_loads_in_a_fresh_process_with_identical_outputs(fitted, tmp_path):
+def test_keras_file_loads_in_a_fresh_process_with_identical_outputs(fitted, fresh):
     net, x = fitted
-    net.save(str(tmp_path / "est"))
-    np.save(tmp_path / "x.npy", x)
-    _run_fresh(
-        "import numpy as np, keras, spectralnet_tf\n"
-        "m = keras.models.load_model('est/embedder.keras')\n"  # safe_mode=True
-        "np.save('y.npy', np.asarray(m(np.load('x.npy'))))\n",
-        tmp_path,
-    )
-    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), net.transform(x))
+    folder, _ = fresh["keras"]
+    np.testing.assert_array_equal(np.load(folder / "y.npy"), net.transform(x))
 
 
 def _assert_same_fitted_state(loaded, net, x):
@@ -266,6 +299,7 @@ def test_estimator_save_load_round_trip(fitted, tmp_path):
     assert json.load(open(os.path.join(path, "estimator.json")))["n_features_in_"] == 2
 
 
+@pytest.mark.slow
 def test_round_trip_keeps_encoder_and_siamese_and_refits_the_same(tmp_path):
     x = np.random.default_rng(1).uniform(size=(400, 784)).astype(np.float32)
     params = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=5,
@@ -410,22 +444,20 @@ print("\\n".join(refused))
 
 
 @pytest.mark.slow
-def test_a_request_with_nan_or_inf_is_refused_by_both_loaders_and_saved_model_cli(fitted,
+def test_a_request_with_nan_or_inf_is_refused_by_both_loaders_and_saved_model_cli(fresh,
                                                                                    tmp_path):
     from spectralnet_tf.export import NON_FINITE_INPUT
 
-    net, x = fitted
-    path = net.export(str(tmp_path / "export"))
-    bad = x[:5].copy()
-    bad[3, 1] = np.nan
-    bad[4, 0] = np.inf
-    out = _serve(NAN_REQUEST, path, bad, tmp_path)
-    lines = out.stdout.strip().splitlines()
-    assert [line.split(":")[0] for line in lines] == ["tf2", "session"], out.stdout
-    assert all(NON_FINITE_INPUT in line for line in lines), out.stdout
+    folder, path = fresh["nan"]  # x[:5] of the fitted moons, with a NaN and an inf
+    bad = np.load(folder / "x.npy")
+    assert np.isnan(bad[3, 1]) and np.isinf(bad[4, 0])
+    stdout = (folder / "stdout.txt").read_text()
+    lines = stdout.strip().splitlines()
+    assert [line.split(":")[0] for line in lines] == ["tf2", "session"], stdout
+    assert all(NON_FINITE_INPUT in line for line in lines), stdout
     cli = subprocess.run(
         [SAVED_MODEL_CLI, "run", "--dir", path, "--tag_set", "serve", "--signature_def",
-         "serving_default", "--inputs", f"x={tmp_path / 'x.npy'}", "--outdir", str(tmp_path / "o")],
+         "serving_default", "--inputs", f"x={folder / 'x.npy'}", "--outdir", str(tmp_path / "o")],
         capture_output=True, text=True, timeout=300,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert cli.returncode != 0 and NON_FINITE_INPUT in cli.stderr, cli.stderr[-3000:]

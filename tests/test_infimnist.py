@@ -189,6 +189,7 @@ def test_bad_arguments_are_named(base):
 
 @needs_mnist
 @pytest.mark.slow
+@pytest.mark.research
 def test_run_py_trains_on_infimnist_codes_and_scores_fresh_digits(tmp_path):
     """``run.py --dset infimnist --n N --split``: codes of N digits (MNIST, then
     deformed ones) and 10,000 fresh digits (the indices after N) through the

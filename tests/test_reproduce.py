@@ -125,6 +125,7 @@ def test_bad_autoencoder_file_is_one_line(tmp_path, capsys):
 
 
 @pytest.mark.slow  # TensorFlow starts in a subprocess
+@pytest.mark.research
 def test_the_script_exits_0_after_a_run(tmp_path):
     """scripts/run.py raises SystemExit(main()): main returns 0, not the results."""
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "run.py"), "--dset", "moons", "--out", str(tmp_path / "o"), *SMALL],
@@ -144,6 +145,7 @@ def test_help_groups_the_flags(capsys):
 
 
 @pytest.mark.slow  # TensorFlow starts in a subprocess
+@pytest.mark.research
 def test_the_script_prints_no_traceback_for_a_user_error(tmp_path):
     env = {**os.environ, "SPECTRALNET_DATA_DIR": str(tmp_path), "TF_CPP_MIN_LOG_LEVEL": "3"}
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "run.py"), "--dset",

@@ -63,6 +63,7 @@ def test_missing_files_are_listed_with_their_source(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.research
 def test_synthetic_corpus_end_to_end_clusters_above_chance(tmp_path, load_script):
     """Token files -> make_reuters.py -> pretrain_ae.py --dset reuters ->
     spectralnet --dset reuters --split (streamed from the HDF5, code space, Siamese)."""

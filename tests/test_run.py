@@ -9,6 +9,7 @@ from harness import reproduce as cli
 from spectralnet_tf.datasets import load_dataset
 
 
+@pytest.mark.slow
 def test_run_writes_results_and_plots(tmp_path):
     out = tmp_path / "cc"
     results = cli.run_command(["--dset", "cc", "--out", str(out), "--hidden", "64,64",
@@ -86,6 +87,7 @@ def test_flags_override_the_dataset_config():
     assert lean["dtype_policy"] == lean["affinity_embedding"].dtype_policy == "mixed_bfloat16"
 
 
+@pytest.mark.slow
 def test_exact_knn_reports_the_plain_graph_and_a_time_limit_passed(tmp_path, monkeypatch):
     """--exact-knn: exact SC on the kNN graph of all points (ranks as set), the
     same figure --grassmann reports as *_plain; past --exact-time-limit the

@@ -49,6 +49,7 @@ def _env():
 
 
 @pytest.mark.slow
+@pytest.mark.research
 def test_sigkill_during_training_then_resume_matches_an_uninterrupted_run(tmp_path):
     epochs = ["--epochs", "30"]
     ref_dir, run_dir = tmp_path / "ref", tmp_path / "run"

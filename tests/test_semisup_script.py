@@ -15,6 +15,7 @@ RECORD = os.path.join(ROOT, "benchmarks", "results", "2026-11-22-issue17-ablate-
 
 
 @pytest.mark.slow  # TensorFlow starts in a subprocess
+@pytest.mark.research
 def test_table_of_a_committed_record():
     out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table", RECORD],
                          capture_output=True, text=True, check=True).stdout

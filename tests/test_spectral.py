@@ -57,6 +57,7 @@ def test_lobpcg_solver_matches_dense_eigenvectors_and_fails_if_unconverged(monke
         smallest_eigenvectors(lap, 4, max_iter=1)
 
 
+@pytest.mark.slow
 def test_amg_preconditioned_lobpcg_finds_the_dense_eigenspace_and_honours_its_time_limit(
         monkeypatch):
     import spectralnet_tf.spectral as spectral

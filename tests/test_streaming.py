@@ -98,6 +98,7 @@ def test_fit_encodes_x_once_and_keeps_the_codes(tmp_path):
     assert plain.codes_ is None and "encode_seconds" not in plain.history_
 
 
+@pytest.mark.slow
 def test_a_tf_data_dataset_fits_transforms_and_predicts_as_the_same_rows_in_an_array():
     """A Dataset of rows, of batches, or of (features, labels) tuples is the
     same input as the array of its rows: equal labels with the same seed."""

@@ -24,6 +24,7 @@ def test_workers_with_different_validation_losses_cut_and_stop_together(tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.research
 def test_a_used_out_refused_by_the_chief_stops_every_worker_with_its_reason(tmp_path):
     """Only the chief sees that its --out is taken (each worker has its own
     folder here, as on separate machines); every worker stops with the
