@@ -17,6 +17,7 @@ needs TensorFlow.
 
 import os
 import sys
+import zipfile
 
 import numpy as np
 
@@ -165,7 +166,7 @@ def read_graph(path, n):
     _check_readable(path)
     try:
         graph = sp.load_npz(path)
-    except (OSError, ValueError, KeyError, TypeError) as err:
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
         raise DataError(f"{path}: not a scipy.sparse .npz file (save one with "
                         f"scipy.sparse.save_npz): {one_line(err)}") from None
     if graph.shape != (n, n):

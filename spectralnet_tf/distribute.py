@@ -217,12 +217,13 @@ def n_workers(strategy=None):
 
 
 def agree(values, strategy=None):
-    """The mean over the workers of a dict of host floats (name -> value),
+    """The mean over the workers of a dict of host numbers (name -> value),
     the same on every worker: one all-reduce. The schedule's decisions (a
     plateau, a cut of the learning rate, the stop) are taken on these, so
     that workers whose own values differ in rounding (another CPU, another
     library) never take different branches and wait for each other in a
-    collective forever. The values as they are with one worker."""
+    collective forever. Integers stay integers (they are equal on every
+    worker). The values as they are with one worker."""
     strategy = get(strategy)
     if n_workers(strategy) == 1 or not values:
         return values
@@ -230,8 +231,28 @@ def agree(values, strategy=None):
     local = tf.constant([float(values[name]) for name in names], tf.float64)
     replicas = n_replicas(strategy)
     summed = strategy.reduce(tf.distribute.ReduceOp.SUM,
-                             strategy.run(lambda: local / replicas), axis=None)
-    return dict(zip(names, (float(v) for v in summed.numpy())))
+                             strategy.run(lambda: local / replicas), axis=None).numpy()
+    return {name: type(values[name])(round(v)) if isinstance(values[name], int) else float(v)
+            for name, v in zip(names, summed)}
+
+
+def from_chief(values, strategy=None):
+    """The chief's ``values`` (a 1-D numpy array, the same length on every
+    worker) on every worker, by one all-reduce in which only replica 0 of the
+    cluster, the chief's first, contributes. For what each worker computes on
+    its own but all must agree on exactly, such as k chosen from a spectrum
+    that rounding may tip. The values as they are with one worker."""
+    strategy = get(strategy)
+    if n_workers(strategy) == 1:
+        return values
+
+    def first_replica(data):
+        ctx = tf.distribute.get_replica_context()
+        return tf.where(tf.equal(ctx.replica_id_in_sync_group, 0), data, tf.zeros_like(data))
+
+    return strategy.reduce(tf.distribute.ReduceOp.SUM,
+                           strategy.run(first_replica, args=(tf.constant(values),)),
+                           axis=None).numpy()
 
 
 #: Longest message (bytes of UTF-8) a pre-flight verdict carries to the other workers.
@@ -240,12 +261,14 @@ VERDICT_BYTES = 1024
 
 def chief_check(check, errors=(ValueError,), strategy=None):
     """Run the pre-flight ``check()`` on the chief alone and give its verdict
-    to every worker (one all-reduce): where it raised one of ``errors``,
-    every worker raises the same type with the same message (the chief its
-    own exception), so that a check only the chief can make (a used output
-    folder, existing checkpoints) stops all of them with the same one-line
-    reason instead of leaving the others waiting. With one worker it is
-    ``check()``."""
+    to every worker (one all-reduce, ``from_chief``): where it raised one of
+    ``errors``, every worker raises the same type with the same message (the
+    chief its own exception), so that a check only the chief can make (a
+    used output folder, existing checkpoints) stops all of them with the same
+    one-line reason instead of leaving the others waiting. Any other
+    exception on the chief stops the others too, as a RuntimeError with its
+    type and message, so that none waits for a peer that left. With one
+    worker it is ``check()``."""
     strategy = get(strategy)
     if n_workers(strategy) == 1:
         check()
@@ -254,25 +277,21 @@ def chief_check(check, errors=(ValueError,), strategy=None):
     if is_chief(strategy):
         try:
             check()
-        except errors as err:
+        except Exception as err:  # noqa: BLE001 - every failure must reach the others
             failure = err
-            text = str(err).encode()[:VERDICT_BYTES]
-            payload[0] = 1 + next(i for i, kind in enumerate(errors) if isinstance(err, kind))
+            listed = [i for i, kind in enumerate(errors) if isinstance(err, kind)]
+            text = (str(err) if listed else f"the chief failed: {type(err).__name__}: {err}")
+            text = text.encode()[:VERDICT_BYTES]
+            payload[0] = 1 + (listed[0] if listed else len(errors))
             payload[1:1 + len(text)] = np.frombuffer(text, np.uint8)
-
-    def first_replicas(data):  # the chief's first replica is replica 0 of the cluster
-        ctx = tf.distribute.get_replica_context()
-        return tf.where(tf.equal(ctx.replica_id_in_sync_group, 0), data, tf.zeros_like(data))
-
-    verdict = strategy.reduce(tf.distribute.ReduceOp.SUM,
-                              strategy.run(first_replicas, args=(tf.constant(payload),)),
-                              axis=None).numpy()
+    verdict = from_chief(payload, strategy)
     if verdict[0] == 0:
         return
     if failure is not None:
         raise failure
     message = bytes(verdict[1:].astype(np.uint8)).rstrip(b"\0").decode(errors="replace")
-    raise errors[int(verdict[0]) - 1](message)
+    kind = errors[int(verdict[0]) - 1] if verdict[0] <= len(errors) else RuntimeError
+    raise kind(message)
 
 
 def is_chief(strategy=None):

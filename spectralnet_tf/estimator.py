@@ -714,9 +714,11 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             )
         for stale in ("siamese_", "siamese_history_", "eigenvalues_", "n_clusters_chooser_"):
             self.__dict__.pop(stale, None)
+        self._check_log_dir()
         checkpointers = self._checkpointers(resume, lambda: fingerprint(
-            X, self._fingerprint_params(), partial_labels=partial_labels, groups=groups,
-            graph=None if graph is None else np.r_[graph.indices, graph.data]))
+            X, self._fingerprint_params(), partial_labels=None if partial_labels is None else labels,
+            groups=groups,
+            graph=None if graph is None else np.r_[graph.indptr, graph.indices, graph.data]))
         seeds = np.random.default_rng(_seed(self.random_state)).integers(0, 2**31 - 1, size=5)
         split_seed, scale_seed, net_seed, train_seed, siamese_seed = (int(s) for s in seeds)
         # Code space: encode once; everything below trains on the codes.
@@ -751,7 +753,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         if choose_k:
             chooser = plan.n_clusters.fit(self.affinity_, z_train if c_train is None else c_train,
                                           plan.batch_size, seed=scale_seed)
-            k = chooser.n_clusters_
+            # Every worker of a cluster builds the chief's k: rounding may tip a near-tie.
+            k = int(dist.from_chief(np.array([chooser.n_clusters_], np.int32),
+                                    self._strategy())[0])
             self.n_clusters_chooser_, self.eigenvalues_ = chooser, chooser.eigenvalues_
             if eigvecs is not None and np.shape(eigvecs)[1] != k:
                 raise ValueError(f"eigvecs has {np.shape(eigvecs)[1]} columns, but "
@@ -846,12 +850,36 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     def _strategy(self):
         return dist.get(self.distribute)
 
+    def _check_log_dir(self):
+        """Make ``log_dir`` (where this process writes logs) before any work,
+        or a ValueError naming it."""
+        if not self._writes_logs():
+            return
+        try:
+            os.makedirs(self.log_dir, exist_ok=True)
+            if not os.access(self.log_dir, os.W_OK):
+                raise PermissionError("not writable")
+        except OSError as err:
+            raise ValueError(f"log_dir={os.fspath(self.log_dir)!r} cannot hold TensorBoard's "
+                             f"files: {err}.") from None
+
+    #: Parameters a resume may change: where and how the fit runs and reports,
+    #: and the epoch cap (a resume may train on for longer).
+    RESUME_MAY_CHANGE = ("verbose", "checkpoint_dir", "log_dir", "distribute", "max_epochs")
+
     def _fingerprint_params(self):
         """The parameters a resumed fit must share with the first (JSON):
-        all but where and how it runs and reports; an encoder by a hash of
-        its weights."""
+        all but ``RESUME_MAY_CHANGE``; an encoder by a hash of its weights; a
+        random_state that is not an integer as "not an integer" (it draws
+        its seed from a stream, which no record can compare)."""
         params = {key: part_to_json(value) for key, value in self.get_params(deep=False).items()
-                  if key not in ("verbose", "checkpoint_dir", "log_dir", "distribute")}
+                  if key not in self.RESUME_MAY_CHANGE}
+        for key, value in params.items():
+            if isinstance(value, np.generic):
+                params[key] = value.item()
+        if not isinstance(self.random_state, numbers.Integral):
+            params["random_state"] = (None if self.random_state is None
+                                      else "not an integer")
         if self.encoder is not None:
             weights = [np.ravel(w) for w in self.encoder.get_weights()]
             params["encoder"] = fingerprint(np.concatenate(weights)[:, None], {})["X rows"]
@@ -881,8 +909,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                     f"fit ({', '.join(existing)}); pass resume=True to continue it, or use "
                     "an empty directory."
                 )
-            if found is not None:
-                check_fingerprint(os.fspath(self.checkpoint_dir), found(), resume)
+            if found is not None:  # a resume with nothing to resume starts afresh
+                check_fingerprint(os.fspath(self.checkpoint_dir), found(),
+                                  resume and bool(existing))
 
         dist.chief_check(preflight, (ValueError,), self._strategy())
         if not (chief or resume):

@@ -35,7 +35,7 @@ import tensorflow as tf
 from sklearn.base import BaseEstimator
 
 from .checks import check_int, check_real
-from .spectral import laplacian_matrix
+from .spectral import laplacian_matrix, spectrum
 
 #: Default for the largest k considered (the issue of users: "help me pick k").
 MAX_CLUSTERS = 20
@@ -61,6 +61,8 @@ class Eigengap(BaseEstimator):
         The graph is that of a random subsample of this many training
         points (all of them if there are fewer), built as the graph the
         minibatches sample (``affinity.for_full_data``), and solved exactly.
+        A given graph (``PrecomputedAffinity``) is solved whole instead: a
+        random subsample of a sparse graph falls apart.
     min_ratio : float, default=1.5
         The chosen gap stands out if its logarithm is at least this many
         times the second largest's; otherwise ``fit`` warns once, naming both candidates.
@@ -102,7 +104,7 @@ class Eigengap(BaseEstimator):
     def check_params(self):
         """Raise a ValueError naming the first bad parameter."""
         check_int("min_clusters", self.min_clusters, 1)
-        check_int("max_clusters", self.max_clusters, self.min_clusters)
+        check_int("max_clusters", self.max_clusters, self.min_clusters + 1)
         check_int("n_samples", self.n_samples, self.max_clusters + 2)
         check_real("min_ratio", self.min_ratio, lambda v: 1 <= v < np.inf, "a number >= 1")
 
@@ -117,15 +119,21 @@ class Eigengap(BaseEstimator):
         if size < self.max_clusters + 2:
             raise ValueError(f"n_clusters='auto' with max_clusters={self.max_clusters} needs at "
                              f"least {self.max_clusters + 2} points, got {n}.")
-        rows = np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
-        graph = affinity.for_full_data(size, min(batch_size, size))
-        w = graph.kernel_matrix(tf.constant(affinity.embed_all(np.asarray(z)[rows])))
-        # float64: near-degenerate small eigenvalues must not drown in float32
-        # rounding. All eigenvalues of the dense matrix (divide and conquer) take
-        # a fraction of the time of a subset of them, which bisects clusters of
-        # near-equal values.
-        lap = laplacian_matrix(w.numpy().astype(np.float64), "normalized").toarray()
-        self.eigenvalues_ = scipy.linalg.eigvalsh(lap, driver="evd")[:self.max_clusters + 1]
+        if hasattr(affinity, "graph_"):  # the user's graph, on the points z names
+            rows = np.asarray(z, np.float64)[:, 0].round().astype(np.int64)
+            w = affinity.graph_[rows][:, rows].astype(np.float64)
+            values, _ = spectrum(w, self.max_clusters + 1, "normalized")
+            self.eigenvalues_ = np.sort(values)
+        else:
+            rows = np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
+            graph = affinity.for_full_data(size, min(batch_size, size))
+            w = graph.kernel_matrix(tf.constant(affinity.embed_all(np.asarray(z)[rows])))
+            # float64: near-degenerate small eigenvalues must not drown in float32
+            # rounding. All eigenvalues of the dense matrix (divide and conquer)
+            # take a fraction of the time of a subset of them, which bisects
+            # clusters of near-equal values.
+            lap = laplacian_matrix(w.numpy().astype(np.float64), "normalized").toarray()
+            self.eigenvalues_ = scipy.linalg.eigvalsh(lap, driver="evd")[:self.max_clusters + 1]
         self.seconds_ = time.perf_counter() - start
         ks = np.arange(self.min_clusters, self.max_clusters + 1)
         floored = np.maximum(self.eigenvalues_, EIGENVALUE_FLOOR)
@@ -133,10 +141,16 @@ class Eigengap(BaseEstimator):
         order = np.argsort(-self.gaps_, kind="stable")
         self.candidates_ = tuple(int(ks[i]) for i in order[:2])
         self.n_clusters_ = self.candidates_[0]
-        best = self.gaps_[order[0]]
-        runner_up = self.gaps_[order[1]] if len(order) > 1 else 0.0
-        self.distinct_ = bool(best >= self.min_ratio * runner_up)
-        if not self.distinct_:
+        best, runner_up = self.gaps_[order[0]], self.gaps_[order[1]]
+        self.distinct_ = bool(best > 0 and best >= self.min_ratio * runner_up)
+        if best <= 0:
+            warnings.warn(
+                f"n_clusters='auto': the graph falls into more than max_clusters="
+                f"{self.max_clusters} pieces (its {self.max_clusters + 1} smallest eigenvalues "
+                f"are all near 0), so no k up to {self.max_clusters} is told apart; chose "
+                f"k={self.n_clusters_}. Raise max_clusters, or connect the graph.",
+                UserWarning, stacklevel=3)
+        elif not self.distinct_:
             warnings.warn(
                 f"n_clusters='auto': no eigengap stands out (the largest, after eigenvalue "
                 f"{self.candidates_[0]}, a factor {np.exp(best):.3g}, is under min_ratio="

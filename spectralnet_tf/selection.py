@@ -111,7 +111,7 @@ class EigengapCriterion:
     def __call__(self, net):
         # In each trial's own code space: the encoder may be what varies.
         z = self.subset_ if net.encoder is None else map_rows(net.encoder, self.subset_)
-        return relative_eigengap(net.affinity_.graph(z), net.n_clusters)
+        return relative_eigengap(net.affinity_.graph(z), net.n_clusters_)
 
 
 def relative_eigengap(w, k):

@@ -78,3 +78,17 @@ def test_resume_with_other_data_or_parameters_is_refused_saying_what_differs(tmp
         SpectralNet(2, **params).fit(x, partial_labels=labels, resume=True)
     again = SpectralNet(2, **{**params, "verbose": 0}).fit(x, resume=True)
     np.testing.assert_array_equal(again.labels_, first.labels_)
+
+
+def test_a_resume_may_raise_the_epoch_cap_and_a_first_resume_records_the_fit(tmp_path):
+    from spectralnet_tf import SpectralNet
+
+    x = np.random.default_rng(0).normal(size=(300, 3)).astype(np.float32)
+    params = dict(hidden_units=(8,), steps_per_epoch=2, random_state=np.int64(0),
+                  checkpoint_dir=str(tmp_path / "a"))
+    SpectralNet(2, max_epochs=2, **params).fit(x, resume=True)  # nothing to resume: a new fit
+    assert (tmp_path / "a" / "fingerprint.json").exists()
+    longer = SpectralNet(2, max_epochs=3, **{**params, "random_state": 0}).fit(x, resume=True)
+    assert len(longer.history_["loss"]) == 3
+    with pytest.raises(ValueError, match="X holds other rows"):
+        SpectralNet(2, max_epochs=3, **params).fit(x + 1, resume=True)

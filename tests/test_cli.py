@@ -195,6 +195,8 @@ def _bad_files(folder, x):
     asymmetric = ring.tolil()
     asymmetric[0, 1] = 2.0
     sp.save_npz(folder / "asymmetric.npz", asymmetric.tocsr())
+    (folder / "truncated.npz").write_bytes((folder / "graph.npz").read_bytes()[:40])
+    (folder / "empty.npz").write_bytes(b"")
 
 
 BAD_FIT = {
@@ -218,6 +220,12 @@ BAD_FIT = {
                          "graph must be symmetric, got graph["),
     "graph and kNN flags": (["{d}/x.npy", "--graph", "{d}/graph.npz", "--n-nbrs", "5"],
                             "give one or the other."),
+    "truncated graph": (["{d}/x.npy", "--graph", "{d}/truncated.npz"],
+                        "{d}/truncated.npz: not a scipy.sparse .npz file"),
+    "empty graph file": (["{d}/x.npy", "--graph", "{d}/empty.npz"],
+                         "{d}/empty.npz: not a scipy.sparse .npz file"),
+    "tensorboard into a file": (["{d}/x.npy", "--tensorboard", "{d}/x.txt"],
+                                "cannot hold TensorBoard's files"),
     "K > n": (["{d}/small.npy", "-k", "6"], "--n-clusters 6 is more than the 5 rows of"),
     "labels of another length": (["{d}/x.npy", "--labels", "{d}/short_labels.txt"],
                                  f"{N - 1} labels for the {N} rows of the data."),

@@ -70,7 +70,7 @@ def test_the_chooser_is_a_part_reached_by_nested_keys():
 
 
 @pytest.mark.parametrize("n_clusters, message", [
-    (Eigengap(max_clusters=1), "max_clusters must be an integer >= 2, got max_clusters=1"),
+    (Eigengap(max_clusters=1), "max_clusters must be an integer >= 3, got max_clusters=1"),
     (Eigengap(min_ratio=0.5), "min_ratio must be a number >= 1, got min_ratio=0.5"),
     ("many", "n_clusters must be an integer >= 1, got n_clusters='many'"),
 ])
@@ -86,3 +86,29 @@ def test_auto_with_partial_labels_is_refused():
     labels[:4] = [0, 1, 0, 1]
     with pytest.raises(ValueError, match="with partial_labels give n_clusters as an integer"):
         SpectralNet("auto").fit(x, partial_labels=labels)
+
+
+def test_a_graph_in_more_pieces_than_max_clusters_warns_and_is_not_distinct():
+    x, _ = blobs(1200, 6, sep=20.0, seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        chooser = _choose(x, max_clusters=4)
+    assert not chooser.distinct_ and np.all(chooser.gaps_ == 0)
+    assert len(caught) == 1 and "falls into more than max_clusters=4 pieces" in str(caught[0].message)
+
+
+def test_a_given_graph_is_solved_whole_not_on_a_subsample():
+    """A sparse user graph on a random subsample falls apart; the chooser
+    solves the graph on all the points it is given."""
+    import scipy.sparse as sp
+    from sklearn.neighbors import kneighbors_graph
+
+    from spectralnet_tf import PrecomputedAffinity
+
+    x, _ = blobs(5000, 4, sep=8.0, seed=0)
+    knn = kneighbors_graph(x, 10)
+    graph = sp.csr_matrix(knn + knn.T)
+    coords = PrecomputedAffinity.coordinates(len(x))
+    affinity = PrecomputedAffinity().fit(coords, 1024, graph=graph)
+    chooser = Eigengap(n_samples=1000).fit(affinity, coords, 1024)
+    assert chooser.n_clusters_ == 4 and chooser.distinct_
