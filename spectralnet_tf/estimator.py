@@ -2,6 +2,7 @@
 
 import numbers
 import os
+import tempfile
 import time
 from typing import NamedTuple
 
@@ -24,7 +25,8 @@ from .losses import LAPLACIANS
 from .nclusters import Eigengap
 from .networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
 from .siamese import SiameseEmbedding, check_groups
-from .streaming import dataset_batches, dataset_rows, is_dataset, is_lazy, map_batches
+from .streaming import (dataset_batches, dataset_rows, is_dataset, is_lazy, map_batches,
+                        spooled)
 from .summaries import EpochLog, write_phase_seconds
 from .train import GRADIENTS, INITS, train_spectralnet
 
@@ -626,8 +628,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             ``encoder`` it is streamed through it a chunk at a time and never
             held in memory (e.g. the 685,000 Reuters documents). Or a
             ``tf.data.Dataset`` of rows or batches of rows (or of tuples
-            whose first component they are, as Keras reads ``(x, y)``): its
-            rows are read once, into memory, in order.
+            whose first component they are, as Keras reads ``(x, y)``),
+            read once, in order: into memory, or, with an ``encoder``, a
+            batch at a time into a temporary HDF5 file, streamed from there.
         y : None
             Ignored, as by every scikit-learn clusterer (pipelines and
             ``cross_val_score`` pass true labels here). Semi-supervised labels
@@ -672,6 +675,10 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         before = {k: self.__dict__[k] for k in ("n_features_in_", "feature_names_in_")
                   if k in self.__dict__}
         try:
+            if is_dataset(X) and self.encoder is not None:
+                # Streamed through the encoder as an HDF5 file is: spooled to disk first.
+                with tempfile.TemporaryDirectory() as folder, spooled(X, folder) as rows:
+                    return self._fit(rows, partial_labels, groups, eigvecs, resume, graph)
             return self._fit(X, partial_labels, groups, eigvecs, resume, graph)
         except BaseException:
             for key in ("n_features_in_", "feature_names_in_"):

@@ -9,6 +9,9 @@ model to every chunk and stacks the (small) outputs, e.g. the 10-d codes of
 685,000 documents. Only one chunk of the input is in memory at a time.
 """
 
+import contextlib
+import os
+
 import h5py
 import numpy as np
 import tensorflow as tf
@@ -94,6 +97,32 @@ def dataset_rows(ds, name="X"):
     if not batches:
         raise ValueError(f"{name} is an empty Dataset.")
     return np.concatenate(batches)
+
+
+@contextlib.contextmanager
+def spooled(ds, folder, name="X"):
+    """The rows of a ``tf.data.Dataset`` (``dataset_batches``) written a batch
+    at a time to an HDF5 file in ``folder``, as an open ``h5py.Dataset``: a
+    row source that ``map_batches`` streams, so that a Dataset larger than
+    memory goes through an encoder as an HDF5 file does. The file is closed
+    on exit (the caller removes ``folder``)."""
+    with h5py.File(os.path.join(folder, "rows.h5"), "w") as f:
+        rows = None
+        for batch in dataset_batches(ds, name):
+            if rows is None:
+                rows = f.create_dataset("rows", shape=(0, batch.shape[1]), dtype=np.float32,
+                                        maxshape=(None, batch.shape[1]),
+                                        chunks=(min(CHUNK_ROWS, max(1, len(batch))),
+                                                batch.shape[1]))
+            elif batch.shape[1] != rows.shape[1]:
+                raise ValueError(f"{name} has batches of {rows.shape[1]} and of "
+                                 f"{batch.shape[1]} features.")
+            start = rows.shape[0]
+            rows.resize(start + len(batch), axis=0)
+            rows[start:] = batch
+        if rows is None or rows.shape[0] == 0:
+            raise ValueError(f"{name} is an empty Dataset.")
+        yield rows
 
 
 def is_lazy(x):

@@ -125,3 +125,22 @@ def test_a_dataset_that_holds_no_feature_rows_is_refused():
         SpectralNet(2).fit(images)
     with pytest.raises(ValueError, match="X is an empty Dataset"):
         SpectralNet(2).fit(tf.data.Dataset.from_tensor_slices(np.zeros((0, 2), np.float32)))
+
+
+@pytest.mark.slow
+def test_a_dataset_goes_through_an_encoder_streamed_as_an_hdf5_file_would(monkeypatch):
+    """With an encoder, a Dataset is spooled to a temporary HDF5 file and
+    streamed from it (never stacked in memory), with the same result as the
+    array."""
+    from spectralnet_tf import SpectralNet, estimator
+    from spectralnet_tf.datasets import blobs
+
+    x, _ = blobs(300, 3, seed=0)
+    encoder = keras.Sequential([keras.Input((2,)), keras.layers.Dense(4, name="code")])
+    params = dict(hidden_units=(16,), max_epochs=3, steps_per_epoch=5, random_state=0,
+                  encoder=encoder)
+    ref = SpectralNet(3, **params).fit(x)
+    monkeypatch.setattr(estimator, "dataset_rows", None)  # stacking in memory would fail
+    net = SpectralNet(3, **params).fit(tf.data.Dataset.from_tensor_slices(x).batch(64))
+    np.testing.assert_array_equal(net.labels_, ref.labels_)
+    np.testing.assert_allclose(net.codes_, ref.codes_, rtol=1e-6)
