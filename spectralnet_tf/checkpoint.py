@@ -85,7 +85,8 @@ FINGERPRINT = "fingerprint.json"
 FINGERPRINT_ROWS = 64
 
 
-def _digest(array):
+def digest(array):
+    """A short hash of an array's dtype, shape and values (for fingerprints)."""
     import hashlib
 
     array = np.ascontiguousarray(array)
@@ -105,9 +106,9 @@ def fingerprint(x, params, **arrays):
     else:
         rows = np.unique(np.linspace(0, n - 1, min(n, FINGERPRINT_ROWS)).astype(np.int64))
         sample = np.stack([np.asarray(x[int(i):int(i) + 1], np.float32)[0] for i in rows])
-    found = {"X shape": list(np.shape(x)), "X rows": _digest(sample)}
+    found = {"X shape": list(np.shape(x)), "X rows": digest(sample)}
     for name, value in arrays.items():
-        found[name] = None if value is None else _digest(np.asarray(value))
+        found[name] = None if value is None else digest(np.asarray(value))
     found["parameters"] = json.loads(json.dumps(params, sort_keys=True, default=repr))
     return found
 

@@ -179,14 +179,20 @@ def reuters(seed=0, data_dir=None):
     return h5["data"], np.asarray(h5["labels"], dtype=np.int64)
 
 
+def polygon(k, side):
+    """The k vertices of a regular polygon with sides ``side`` (k x 2), centred
+    on 0; one point, 0, for k = 1."""
+    radius = side / (2 * np.sin(np.pi / k)) if k > 1 else 0.0
+    angles = 2 * np.pi * np.arange(k) / k
+    return radius * np.stack([np.cos(angles), np.sin(angles)], axis=1)
+
+
 def blobs(n=2000, k=3, sep=8.0, seed=0):
     """k isotropic unit Gaussians in 2-D, centred on a circle so that
     neighbouring centres are ``sep`` apart (all pairs at least that). For
     choosing k: the clusters are the blobs, at any k."""
     rng = np.random.default_rng(seed)
-    radius = sep / (2 * np.sin(np.pi / k)) if k > 1 else 0.0
-    angles = 2 * np.pi * np.arange(k) / k
-    centres = radius * np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    centres = polygon(k, sep)
     y = rng.integers(0, k, n)
     return (centres[y] + rng.normal(size=(n, 2))).astype(np.float32), y
 
@@ -204,9 +210,7 @@ def sbm(n=3000, k=3, p_in=0.02, p_out=0.002, side=4.0, nuisance=3.0, seed=0):
     variance are the nuisance: what the graph teaches the net to ignore."""
     rng = np.random.default_rng(seed)
     y = rng.integers(0, k, n)
-    radius = side / (2 * np.sin(np.pi / k))
-    angles = 2 * np.pi * np.arange(k) / k
-    centres = radius * np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    centres = polygon(k, side)
     features = np.concatenate([centres[y] + rng.normal(size=(n, 2)),
                                nuisance * rng.normal(size=(n, 2))], axis=1).astype(np.float32)
     if n > 4000:

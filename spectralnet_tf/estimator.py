@@ -18,7 +18,7 @@ from . import distribute as dist
 from .checks import check_choice, check_int, check_positive, check_real, check_units
 from .affinity import (AFFINITIES, GaussianAffinity, PrecomputedAffinity, check_graph,
                        check_labels)
-from .checkpoint import Checkpointer, check_fingerprint, fingerprint
+from .checkpoint import Checkpointer, check_fingerprint, digest, fingerprint
 from .centroids import assign, fit_centroids
 from .export import export_saved_model, load_estimator, part_to_json, save_estimator
 from .losses import LAPLACIANS
@@ -888,8 +888,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             params["random_state"] = (None if self.random_state is None
                                       else "not an integer")
         if self.encoder is not None:
-            weights = [np.ravel(w) for w in self.encoder.get_weights()]
-            params["encoder"] = fingerprint(np.concatenate(weights)[:, None], {})["X rows"]
+            params["encoder"] = digest(np.concatenate(
+                [np.ravel(w) for w in self.encoder.get_weights()]))
         if callable(self.affinity_embedding) and not isinstance(self.affinity_embedding,
                                                                 SiameseEmbedding):
             params["affinity_embedding"] = type(self.affinity_embedding).__name__
