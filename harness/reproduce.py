@@ -192,6 +192,9 @@ def build_parser():
                       help="weight of the labeled points' cross-entropy in the loss")
     semi.add_argument("--labeled-share", type=FRACTION,
                       help="share of each minibatch drawn from the labeled points")
+    semi.add_argument("--label-strength", type=NONNEGATIVE_FLOAT,
+                      help="how far the labeled points' classifier reshapes the graph "
+                           "(0: not at all)")
     mn.add_argument("--exact-knn", action="store_true",
                     help="after training, exact spectral clustering on the kNN graph of all n "
                          "points (the trained affinity with its ranks as set, the paper's "
@@ -224,7 +227,7 @@ def parse_args(argv=None):
 
 
 #: Flags that set a parameter of the affinity object, and of the Siamese embedding.
-AFFINITY_FLAGS = ("n_nbrs", "scale_nbr", "scale")
+AFFINITY_FLAGS = ("n_nbrs", "scale_nbr", "scale", "label_strength")
 SIAMESE_FLAGS = {"siamese_max_epochs": "max_epochs", "siamese_steps_per_epoch": "steps_per_epoch",
                  "siamese_n_nbrs": "n_nbrs", "siamese_dtype_policy": "dtype_policy",
                  "patience": "patience"}

@@ -34,7 +34,8 @@ import tensorflow as tf
 from sklearn.base import BaseEstimator
 
 from . import distribute
-from .checks import check_int
+from .checks import check_int, check_real
+from .labelscores import LabelScores, fit_label_classifier, kernel_width
 from .neighbors import make_neighbors
 from .streaming import map_batches
 
@@ -78,6 +79,16 @@ class GaussianAffinity(BaseEstimator):
         Distances are taken between ``embedding(x)`` (e.g. a Siamese net).
         Inside ``SpectralNet`` leave it None: the estimator's
         ``affinity_embedding`` sets it on the fitted copy ``affinity_``.
+    label_strength : float, default=4.0
+        Semi-supervised only (``fit_labels``, which ``SpectralNet.fit`` calls
+        with ``partial_labels``): how far a classifier of the labeled points
+        alone reshapes the graph. An RBF SVM of those points (C and gamma by
+        cross-validation on them) scores every point, and distances are
+        taken with ``label_strength * scale * tanh(score)`` as extra
+        coordinates (``labelscores.LabelScores``; ``scale`` is the kernel
+        width): pairs the classifier confidently puts on opposite sides lose
+        their edge, so the labels can win where the graph joins the classes.
+        0 leaves the graph as it is.
     n_scale_batches : int, default=10
         Random batches over which the global median is taken.
 
@@ -87,11 +98,13 @@ class GaussianAffinity(BaseEstimator):
         The fitted global scale (None with ``scale="local"``).
     """
 
-    def __init__(self, scale_nbr=3, scale="global", embedding=None, n_scale_batches=10):
+    def __init__(self, scale_nbr=3, scale="global", embedding=None, n_scale_batches=10,
+                 label_strength=4.0):
         self.scale_nbr = scale_nbr
         self.scale = scale
         self.embedding = embedding
         self.n_scale_batches = n_scale_batches
+        self.label_strength = label_strength
 
     # -- parameters --------------------------------------------------------
     def n_neighbors_needed(self):
@@ -105,6 +118,8 @@ class GaussianAffinity(BaseEstimator):
             raise ValueError(f"scale must be one of {SCALES}, got scale={self.scale!r}.")
         check_int("scale_nbr", self.scale_nbr, 1)
         check_int("n_scale_batches", self.n_scale_batches, 1)
+        check_real("label_strength", self.label_strength, lambda v: 0 <= v < np.inf,
+                   "a number >= 0")
         if not (self.embedding is None or callable(self.embedding)):
             raise ValueError(f"embedding must be None or a callable, got "
                              f"embedding={self.embedding!r}.")
@@ -116,7 +131,8 @@ class GaussianAffinity(BaseEstimator):
 
     # -- fitting -----------------------------------------------------------
     def embed(self, x):
-        return x if self.embedding is None else self.embedding(x)
+        fn = self.embedder()
+        return x if fn is None else fn(x)
 
     def fit(self, x, batch_size, seed=0):
         """Set ``scale_`` from random samples of ``batch_size`` points of x."""
@@ -139,6 +155,30 @@ class GaussianAffinity(BaseEstimator):
                 f"duplicate points?); scale_nbr={self.scale_nbr} is too small."
             )
         return self
+
+    def fit_labels(self, x, labels, x_train, seed=0):
+        """Semi-supervised, after ``fit``: fit the classifier of the labeled
+        rows of x alone (``labels`` >= 0; ``label_classifier_``) and take
+        distances from then on in ``embedding`` extended by its scores
+        (``label_scores_``, a ``labelscores.LabelScores``), with the kernel
+        width measured on ``x_train``. Nothing with ``label_strength``
+        0, without labels, or with every point labeled (the labeled pairs
+        are then the whole affinity of a minibatch). Returns self."""
+        labeled = np.asarray(labels) >= 0
+        if self.label_strength == 0 or labeled.all() or not labeled.any():
+            return self
+        classifier = fit_label_classifier(self.embed_all(np.asarray(x)[labeled]),
+                                          np.asarray(labels)[labeled], seed=seed)
+        width = kernel_width(self, x_train, seed=seed)
+        self.label_scores_ = LabelScores(self.embedding, classifier, self.label_strength, width)
+        self.label_classifier_ = classifier
+        return self
+
+    def embedder(self):
+        """The map from a point to the coordinates its distances are taken in:
+        ``label_scores_`` once ``fit_labels`` has set it, else ``embedding``
+        (None: the point itself)."""
+        return getattr(self, "label_scores_", self.embedding)
 
     def _scales(self, nbr_sq_dists):
         """Per-point scales (column vector) for the kernel."""
@@ -181,9 +221,12 @@ class GaussianAffinity(BaseEstimator):
             )
         ranks = self.full_data_ranks(n_samples, batch_size)
         full = type(self)(scale=self.scale, embedding=self.embedding,
-                          n_scale_batches=self.n_scale_batches, **ranks)
+                          n_scale_batches=self.n_scale_batches,
+                          label_strength=self.label_strength, **ranks)
         if self.scale == "global":
             full.scale_ = self.scale_
+        if hasattr(self, "label_scores_"):
+            full.label_scores_, full.label_classifier_ = self.label_scores_, self.label_classifier_
         return full
 
     # -- affinity of a minibatch ------------------------------------------
@@ -193,7 +236,7 @@ class GaussianAffinity(BaseEstimator):
 
     def embed_all(self, x):
         """The embedding of every row of x, once (numpy float32)."""
-        return map_batches(self.embedding, x)
+        return map_batches(self.embedder(), x)
 
     def kernel_matrix(self, z):
         """W of a minibatch from already-embedded points z (training uses this
@@ -286,8 +329,9 @@ class GaussianKNNAffinity(GaussianAffinity):
     ((100, 100), True)
     """
 
-    def __init__(self, n_nbrs=10, scale_nbr=3, scale="global", embedding=None, n_scale_batches=10):
-        super().__init__(scale_nbr, scale, embedding, n_scale_batches)
+    def __init__(self, n_nbrs=10, scale_nbr=3, scale="global", embedding=None, n_scale_batches=10,
+                 label_strength=4.0):
+        super().__init__(scale_nbr, scale, embedding, n_scale_batches, label_strength)
         self.n_nbrs = n_nbrs
 
     def n_neighbors_needed(self):
@@ -419,6 +463,10 @@ class PrecomputedAffinity(BaseEstimator):
         """The graph itself: minibatches sample W's submatrices, so W is the
         graph whose eigenvectors the net approximates."""
         return self
+
+    def embedder(self):
+        """None: the coordinates are the row indices themselves."""
+        return None
 
     @staticmethod
     def coordinates(n_samples):

@@ -21,6 +21,7 @@ from .affinity import (AFFINITIES, GaussianAffinity, PrecomputedAffinity, check_
 from .checkpoint import Checkpointer, check_fingerprint, digest, fingerprint
 from .centroids import assign, fit_centroids
 from .export import export_saved_model, load_estimator, part_to_json, save_estimator
+from .labelscores import check_two_classes
 from .losses import LAPLACIANS
 from .nclusters import Eigengap
 from .networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
@@ -706,6 +707,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                 "n_clusters='auto' chooses k from the graph alone; with partial_labels give "
                 f"n_clusters as an integer, got n_clusters={self.n_clusters!r}.")
         labels = check_labels(partial_labels, n, self._most_clusters(plan.n_clusters))
+        check_two_classes(labels)
         siamese = isinstance(plan.affinity_embedding, SiameseEmbedding)
         if groups is not None:
             if not siamese:
@@ -756,6 +758,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         else:
             self.affinity_ = affinity.fit(z_train, plan.batch_size, seed=scale_seed)
             c_val = c_train = None
+            if (labels >= 0).any():  # the labels alone, as coordinates of the graph
+                self.affinity_.fit_labels(Z, labels, z_train, seed=scale_seed)
         k = plan.n_clusters
         if choose_k:
             chooser = plan.n_clusters.fit(self.affinity_, z_train if c_train is None else c_train,

@@ -376,7 +376,7 @@ def train_spectralnet(
     x_tr = tf.constant(x_train)
     # Affinity coordinates (e.g. Siamese outputs), computed once, not per step.
     if z_train is None:
-        z_tr = x_tr if affinity.embedding is None else tf.constant(affinity.embed_all(x_train))
+        z_tr = x_tr if affinity.embedder() is None else tf.constant(affinity.embed_all(x_train))
     else:
         z_tr = tf.constant(np.asarray(z_train, np.float32))
     n = int(x_tr.shape[0])

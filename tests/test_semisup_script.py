@@ -117,7 +117,8 @@ def test_supervised_reference_learns_from_the_labeled_points_alone():
     assert supervised_acc(x, y, partial_labels(y, 0.05, 0)) == 1.0
     known = partial_labels(y, 0.02, 0)
     assert supervised_acc(x, y, known) < 0.95
-    # One labeled point of a class: no folds to choose C with, so C = 1.
+    # One labeled point of a class: no folds to choose C and gamma with, so
+    # scikit-learn's defaults.
     from sklearn.svm import SVC
 
     from spectralnet_tf.metrics import acc
@@ -127,5 +128,5 @@ def test_supervised_reference_learns_from_the_labeled_points_alone():
     lab = few >= 0
     assert supervised_acc(x, y, few) == round(acc(y, SVC().fit(x[lab], few[lab]).predict(x)), 4)
     # One class labeled: no classifier to fit.
-    with pytest.raises(ValueError, match=r"two classes or more, got \[1\] \(3 labeled points\)"):
+    with pytest.raises(ValueError, match=r"two classes or more, got only class 1 \(3 labeled points\)"):
         supervised_acc(x, y, np.where(lab & (y == 1), few, -1))

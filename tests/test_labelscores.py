@@ -1,0 +1,140 @@
+"""The labels alone as coordinates of the affinity (its ``label_strength``): the
+classifier of the labeled points, the extended embedding, the kernel it
+gives, and how the estimator uses them."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from spectralnet_tf import SpectralNet, acc
+from spectralnet_tf.affinity import FullGaussianAffinity, GaussianKNNAffinity
+from spectralnet_tf.datasets import rings
+from spectralnet_tf.labelscores import (C_GRID, GAMMA_FACTORS, LabelScores, decision_columns,
+                                        fit_label_classifier, kernel_width)
+
+
+def _rings(n=400, noise=0.05, seed=0):
+    x, y = rings(n, noise=noise, seed=seed, radii=(1.0, 2.0))
+    return x.astype(np.float32), y.astype(np.int64)
+
+
+def _partial(y, every=10):
+    known = np.full_like(y, -1)
+    known[::every] = y[::every]
+    return known
+
+
+def test_the_classifier_is_an_rbf_svm_tuned_on_the_labeled_points_alone():
+    x, y = _rings()
+    known = _partial(y)
+    svm = fit_label_classifier(x, known)
+    lab = known >= 0
+    base = 1.0 / (2 * np.asarray(x[lab], np.float64).var())
+    assert svm.kernel == "rbf" and svm.C in C_GRID
+    assert any(np.isclose(svm.gamma, f * base) for f in GAMMA_FACTORS)
+    assert svm.support_vectors_.shape[0] <= lab.sum()
+    assert acc(y, svm.predict(x)) == 1.0  # far-apart rings, 40 labels
+    # The unlabeled points change nothing: only the labeled rows are read.
+    x2 = x.copy()
+    x2[~lab] = 100.0
+    np.testing.assert_array_equal(fit_label_classifier(x2, known).decision_function(x[:50]),
+                                  svm.decision_function(x[:50]))
+
+
+def test_the_classifier_subsamples_many_labels_by_class():
+    x, y = _rings(n=600)
+    svm = fit_label_classifier(x, y, max_labeled=100)
+    assert svm.shape_fit_[0] == 100 and list(svm.classes_) == [0, 1]
+    assert acc(y, svm.predict(x)) == 1.0
+
+
+def test_one_class_of_labels_is_refused_with_its_class_and_count():
+    x, y = _rings()
+    known = np.where((np.arange(len(y)) % 10 == 0) & (y == 1), 1, -1)
+    with pytest.raises(ValueError, match=r"partial_labels must label points of two classes "
+                                         r"or more, got only class 1 \(20 labeled points\)"):
+        fit_label_classifier(x, known)
+    with pytest.raises(ValueError, match=r"got only class 1 \(20 labeled points\); leave "
+                                         r"partial_labels out"):
+        SpectralNet(2).fit(x, partial_labels=known)
+
+
+def test_label_scores_append_scaled_tanh_of_the_decision_values():
+    x, y = _rings()
+    svm = fit_label_classifier(x, _partial(y))
+    out = LabelScores(None, svm, 4.0, 0.25)(x)
+    assert out.shape == (len(x), 3) and out.dtype == np.float32
+    np.testing.assert_array_equal(out[:, :2], x)
+    np.testing.assert_allclose(out[:, 2], 4.0 * 0.25 * np.tanh(svm.decision_function(x)),
+                               rtol=1e-6, atol=1e-7)
+    # A base embedding is applied first and the classifier reads its output.
+    double = LabelScores(lambda v: 2 * v, svm, 1.0, 1.0)(x / 2)
+    np.testing.assert_allclose(double, LabelScores(None, svm, 1.0, 1.0)(x), rtol=1e-6)
+    # Three classes: one column per class.
+    y3 = np.where(x[:, 0] > 1.0, 2, y)
+    svm3 = fit_label_classifier(x, _partial(y3, 5))
+    assert decision_columns(svm3, x).shape == (len(x), 3)
+    assert LabelScores(None, svm3, 1.0, 1.0)(x).shape == (len(x), 5)
+
+
+def test_with_a_global_scale_the_kernel_is_the_data_kernel_times_a_label_kernel():
+    """exp(-|e_i - e_j|^2 / 2s^2) with e extended by strength * s * t, t the
+    tanh of the scores, is W_ij * exp(-strength^2 |t_i - t_j|^2 / 2)."""
+    x, y = _rings(n=200)
+    plain = FullGaussianAffinity(scale_nbr=3).fit(x, batch_size=200)
+    svm = fit_label_classifier(x, _partial(y))
+    strength, scale = 2.0, kernel_width(plain, x)
+    assert scale == plain.scale_
+    scores = LabelScores(None, svm, strength, scale)
+    w = plain.kernel_matrix(tf.constant(x)).numpy()
+    w_scores = plain.kernel_matrix(tf.constant(scores(x))).numpy()
+    t = np.tanh(svm.decision_function(x))
+    expected = w * np.exp(-strength**2 * (t[:, None] - t[None, :]) ** 2 / 2)
+    np.testing.assert_allclose(w_scores, expected, rtol=2e-3, atol=1e-6)
+    # Pairs the classifier puts on opposite sides lose their edge; others keep it.
+    across = y[:, None] != y[None, :]
+    assert w_scores[across].max() < 0.2 * w[across].max()
+
+
+def test_a_local_scale_is_measured_as_the_median_neighbour_distance():
+    x, _ = _rings(n=300)
+    aff = GaussianKNNAffinity(n_nbrs=5, scale_nbr=3, scale="local").fit(x, batch_size=300)
+    from sklearn.neighbors import NearestNeighbors
+
+    dist = NearestNeighbors(n_neighbors=4).fit(x).kneighbors(x)[0][:, -1]
+    assert np.isclose(kernel_width(aff, x, sample=300), np.median(dist), rtol=1e-5)
+
+
+FAST = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=5, random_state=0)
+
+
+def test_fit_extends_the_affinity_only_with_labels_of_two_classes_and_a_strength():
+    x, y = _rings(n=300)
+    known = _partial(y)
+    net = SpectralNet(2, **FAST).fit(x, partial_labels=known)
+    scores = net.affinity_.label_scores_
+    assert isinstance(scores, LabelScores) and net.affinity_.embedder() is scores
+    assert net.affinity_.embedding is None  # a parameter: fit leaves it as it was
+    assert scores.strength == 4.0 and scores.base is None
+    assert scores.classifier is net.affinity_.label_classifier_
+    assert scores.scale == net.affinity_.scale_
+    assert net.affinity_.embed_all(x[:7]).shape == (7, 3)
+    # Off: strength 0, no labels, or every point labeled (the labeled pairs
+    # are then the whole affinity). A refit forgets an earlier classifier.
+    for params, labels in (({"affinity__label_strength": 0.0}, known), ({}, None), ({}, y)):
+        net.set_params(**params).fit(x, partial_labels=labels)
+        assert net.affinity_.embedder() is None
+        assert not hasattr(net.affinity_, "label_scores_")
+        net.set_params(affinity__label_strength=4.0)
+    with pytest.raises(ValueError, match=r"label_strength must be a number >= 0, got "
+                                         r"label_strength=-1"):
+        SpectralNet(2).set_params(affinity__label_strength=-1).fit(x, partial_labels=known)
+
+
+def test_save_and_load_keep_the_parameter_and_predictions(tmp_path):
+    x, y = _rings(n=300)
+    net = SpectralNet(2, affinity=GaussianKNNAffinity(label_strength=2.5), **FAST)
+    net.fit(x, partial_labels=_partial(y))
+    back = SpectralNet.load(net.save(str(tmp_path / "m")))
+    assert back.affinity.label_strength == 2.5
+    np.testing.assert_array_equal(back.predict(x), net.predict(x))
