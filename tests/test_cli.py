@@ -188,6 +188,7 @@ def _bad_files(folder, x):
     np.save(folder / "wide.npy", np.c_[x, x])
     np.save(folder / "small.npy", x[:5])
     np.savetxt(folder / "bad_partial.txt", np.r_[[7], -np.ones(N - 1)], fmt="%d")
+    np.savetxt(folder / "one_class.txt", np.r_[[1, 1, 1], -np.ones(N - 3)], fmt="%d")
     np.savetxt(folder / "short_labels.txt", np.zeros(N - 1), fmt="%d")
     ring = sp.diags([np.ones(N - 1), np.ones(N - 1)], [1, -1], format="csr")
     sp.save_npz(folder / "graph.npz", ring)
@@ -232,6 +233,9 @@ BAD_FIT = {
     # The estimator's own ValueErrors, as one line.
     "partial label out of range": (["{d}/x.npy", "--partial-labels", "{d}/bad_partial.txt"],
                                    "partial_labels"),
+    "partial labels of one class": (["{d}/x.npy", "--partial-labels", "{d}/one_class.txt"],
+                                    "partial_labels must label points of two classes or more, "
+                                    "got only class 1 (3 labeled points)"),
     "batch larger than the data": (["{d}/x.npy", "--batch-size", "100000"], "batch_size=100000"),
     "missing encoder": (["{d}/x.npy", "--encoder", "{d}/none.h5"],
                         "--encoder {d}/none.h5: no such file."),
