@@ -31,6 +31,7 @@ def _noise_by_epoch(x, epoch):
     return x + 0.05 * np.random.default_rng(epoch).normal(size=x.shape).astype(np.float32)
 
 
+@pytest.mark.slow  # trains end to end
 @pytest.mark.parametrize("corruption", [{}, {"max_shift": 0.5},
                                         {"deform": _noise_by_epoch, "invariance_weight": 0.5}])
 def test_autoencoder_training_lowers_the_loss_and_resumes_exactly(tmp_path, corruption):
@@ -72,6 +73,7 @@ def test_deform_draws_each_epochs_views_once_before_it():
     assert calls == [0, 1, 2]
 
 
+@pytest.mark.slow  # trains end to end
 def test_invariance_training_with_shifts_resumes_exactly(tmp_path):
     # The two views move by offsets of their own: two draws per batch to replay.
     kwargs = {"deform": _noise_by_epoch, "invariance_weight": 0.5, "max_shift": 0.5}

@@ -365,6 +365,7 @@ def _as_format_2(path, flat):
         json.dump(state, f)
 
 
+@pytest.mark.slow  # trains end to end
 def test_a_format_2_save_loads_into_the_objects_and_refits_as_it_was_trained(tmp_path):
     x, _, k = load_dataset("moons", n=400)
     net = SpectralNet(k, hidden_units=(16,), max_epochs=2, steps_per_epoch=5, batch_size=128,

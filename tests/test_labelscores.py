@@ -108,6 +108,7 @@ def test_a_local_scale_is_measured_as_the_median_neighbour_distance():
 FAST = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=5, random_state=0)
 
 
+@pytest.mark.slow  # five fits
 def test_fit_extends_the_affinity_only_with_labels_of_two_classes_and_a_strength():
     x, y = _rings(n=300)
     known = _partial(y)

@@ -97,6 +97,7 @@ def test_a_graph_in_more_pieces_than_max_clusters_warns_and_is_not_distinct():
     assert len(caught) == 1 and "falls into more than max_clusters=4 pieces" in str(caught[0].message)
 
 
+@pytest.mark.slow  # trains end to end
 def test_a_given_graph_is_solved_whole_not_on_a_subsample():
     """A sparse user graph on a random subsample falls apart; the chooser
     solves the graph on all the points it is given."""
