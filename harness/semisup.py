@@ -103,8 +103,8 @@ def supervised_acc(x, y, known):
 
 
 def target_acc(trial):
-    """Issue 46's bar for one labeled trial: the better of the two references
-    (the labels alone, the graph with the labels) less 0.005."""
+    """The semi-supervised bar for one labeled trial: the better of the two
+    references (the labels alone, the graph with the labels) less 0.005."""
     return round(max(trial["supervised_acc"], trial["harmonic_acc"]) - 0.005, 4)
 
 

@@ -758,8 +758,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         else:
             self.affinity_ = affinity.fit(z_train, plan.batch_size, seed=scale_seed)
             c_val = c_train = None
-            if (labels >= 0).any():  # the labels alone, as coordinates of the graph
-                self.affinity_.fit_labels(Z, labels, z_train, seed=scale_seed)
+            # The labels alone, as coordinates of the graph (nothing without labels).
+            self.affinity_.fit_labels(Z, labels, z_train, seed=scale_seed)
         k = plan.n_clusters
         if choose_k:
             chooser = plan.n_clusters.fit(self.affinity_, z_train if c_train is None else c_train,
