@@ -40,6 +40,7 @@ from spectralnet_tf.estimator import SpectralNet, make_affinity, make_affinity_e
 from spectralnet_tf.infimnist import N_ORIGINAL, InfiMNIST
 from spectralnet_tf.losses import LAPLACIANS
 from spectralnet_tf.metrics import acc, grassmann, matched, nmi
+from spectralnet_tf.hardware import resolve_dtype_policy
 from spectralnet_tf.networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS
 from spectralnet_tf.resources import pretrained_path, sha256
 from spectralnet_tf.spectral import DENSE_MAX_N, EigensolverTimeout, edge_purity, spectrum
@@ -684,7 +685,11 @@ def run(job, out, resume=False, write=True):
     results["resolved"] = {"hidden_units": list(plan.hidden_units), "max_epochs": plan.max_epochs,
                            "steps_per_epoch": plan.steps_per_epoch,
                            "batch_size": plan.batch_size,
-                           "ortho_batch_size": plan.ortho_batch_size}
+                           "ortho_batch_size": plan.ortho_batch_size,
+                           "dtype_policy": resolve_dtype_policy(net.dtype_policy)}
+    if siamese:
+        results["resolved"]["siamese_dtype_policy"] = resolve_dtype_policy(
+            job.plan.affinity_embedding.dtype_policy)
     results["history"] = _without_seconds(net.history_)
     if hasattr(net, "siamese_history_"):  # label-free evidence for the Siamese budget
         results["siamese_history"] = _without_seconds(net.siamese_history_)

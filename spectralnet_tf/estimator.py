@@ -283,12 +283,15 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         starts near the minimum of its loss rather than where it can stop on
         a saddle (``train.spectral_warm_start``). ``history_`` then holds
         "init_grassmann" and "init_seconds".
-    dtype_policy : {"float32", "mixed_bfloat16"}, default="float32"
+    dtype_policy : {"float32", "mixed_bfloat16", "auto"}, default="float32"
         Keras dtype policy of F_theta's ReLU layers. "mixed_bfloat16" computes
         them in bfloat16 (weights stay float32); the size-k layer, Orthonorm,
         the Cholesky and the loss stay in float32/float64. Faster where the
-        CPU or accelerator has bfloat16 units. This parameter, not Keras's
-        global policy, decides (a given ``encoder`` keeps its own).
+        CPU or accelerator has bfloat16 units, slower where it emulates them.
+        "auto": "mixed_bfloat16" where the GPUs (compute capability 8.0 on)
+        or, without a GPU, the CPU (AVX-512 BF16 or AMX) have those units,
+        "float32" elsewhere. This parameter, not Keras's global policy,
+        decides (a given ``encoder`` keeps its own).
     validation_fraction : float, default=0.1
         Fraction of X held out at random for the validation loss; at least
         one more point than the affinity's neighbours (small data only).

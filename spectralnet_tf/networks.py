@@ -2,16 +2,20 @@
 
 import keras
 
+from .hardware import resolve_dtype_policy
 from .orthonorm import Orthonorm
 
 
 #: Keras dtype policies of the hidden layers. "mixed_bfloat16" computes them
-#: in bfloat16 with float32 weights; float16 is left out, as it needs loss
-#: scaling in the custom training loops.
-DTYPE_POLICIES = ("float32", "mixed_bfloat16")
+#: in bfloat16 with float32 weights; "auto" is that where the hardware has
+#: bfloat16 units and float32 elsewhere (``hardware.resolve_dtype_policy``);
+#: float16 is left out, as it needs loss scaling in the custom training loops.
+DTYPE_POLICIES = ("float32", "mixed_bfloat16", "auto")
 
 
 def dense_stack(hidden_units, activation, seed, prefix, dtype_policy=None):
+    """Dense layers of ``hidden_units`` in ``dtype_policy`` ("auto" resolved here)."""
+    dtype_policy = resolve_dtype_policy(dtype_policy)
     return [
         keras.layers.Dense(
             units,

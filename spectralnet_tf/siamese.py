@@ -295,8 +295,10 @@ class SiameseEmbedding(BaseEstimator):
         Epochs without validation improvement before the rate is divided by 10.
     min_lr : float, default=1e-8
         Training stops when the rate reaches it.
-    dtype_policy : {"float32", "mixed_bfloat16"}, default="float32"
+    dtype_policy : {"float32", "mixed_bfloat16", "auto"}, default="float32"
         Keras dtype policy of the ReLU layers; the output layer stays float32.
+        "auto": bfloat16 where the hardware has bfloat16 units (as
+        ``SpectralNet``'s).
     neighbors : {"auto", "exact", "annoy"}, default="auto"
         Nearest-neighbour backend for the pairs: exact (scikit-learn) up to
         20,000 points, annoy above.

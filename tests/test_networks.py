@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from spectralnet_tf.networks import build_spectralnet
 
@@ -39,3 +40,36 @@ def test_mixed_bfloat16_runs_the_hidden_layers_in_bfloat16_and_keeps_float32_out
     # bfloat16 keeps 8 significant bits: relative error a few 2**-8, not zero.
     err = np.abs(y16 - y32).max() / np.abs(y32).max()
     assert 0 < err < 0.05
+
+
+def test_auto_dtype_policy_follows_the_hardwares_bfloat16_units(monkeypatch, tmp_path):
+    from spectralnet_tf import hardware
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: X\nflags\t\t: fpu sse2 avx2 avx512f\n")
+    assert hardware.cpu_flags(str(cpuinfo)) == {"fpu", "sse2", "avx2", "avx512f"}
+    assert hardware.cpu_flags(str(tmp_path / "missing")) == set()
+    for units, policy in ((True, "mixed_bfloat16"), (False, "float32")):
+        monkeypatch.setattr(hardware, "has_bfloat16_units", lambda: units)
+        assert hardware.resolve_dtype_policy("auto") == policy
+        assert hardware.resolve_dtype_policy("float32") == "float32"
+        assert hardware.resolve_dtype_policy("mixed_bfloat16") == "mixed_bfloat16"
+        model, _ = build_spectralnet(3, 2, (8,), dtype_policy="auto")
+        assert model.get_layer("dense1").dtype_policy.name == policy
+        assert model.get_layer("dense_out").dtype_policy.name == "float32"
+
+
+def test_cpu_without_bf16_flags_has_no_bfloat16_units(monkeypatch):
+    import tensorflow as tf
+
+    from spectralnet_tf import hardware
+
+    if tf.config.list_physical_devices("GPU"):
+        pytest.skip("a GPU decides there; this checks the CPU rule")
+    hardware.has_bfloat16_units.cache_clear()
+    for flags, expected in (({"avx2", "avx512f"}, False), ({"avx512f", "avx512_bf16"}, True),
+                            ({"amx_bf16"}, True)):
+        monkeypatch.setattr(hardware, "cpu_flags", lambda flags=flags: flags)
+        hardware.has_bfloat16_units.cache_clear()
+        assert hardware.has_bfloat16_units() is expected
+    hardware.has_bfloat16_units.cache_clear()
