@@ -96,6 +96,7 @@ def bench_profile(args, command):
     from spectralnet_tf.train import gradient_step
 
     m, repeats = 1024, args.steps
+    rate = matmul_rate()  # this process's unit, beside its timings
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(m, 10)).astype(np.float32))
     aff = GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local").fit(x.numpy(), m)
@@ -129,9 +130,11 @@ def bench_profile(args, command):
         parts = {name: _timed(fn, repeats) for name, fn in
                  (("ortho step", ortho), ("affinity", affinity), ("gradient step", gradient),
                   ("whole iteration", step))}
-        rows += [[policy, name, f"{ms:.1f}"] for name, ms in parts.items()]
+        rows += [[policy, name, f"{ms:.1f}", f"{rate:.0f}", f"{ms * rate / 200:.1f}"]
+                 for name, ms in parts.items()]
     append("Where a spectral iteration's time goes (batch 1024, 10-1024-1024-512-10)",
-           ["network dtype policy", "part (compiled alone)", "ms"], rows, command)
+           ["network dtype policy", "part (compiled alone)", "ms", "matmul GFLOP/s (fp32)",
+            "ms at 200 GFLOP/s"], rows, command)
 
 
 def bench_matmul(args, command):
