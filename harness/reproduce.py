@@ -41,6 +41,7 @@ from spectralnet_tf.infimnist import N_ORIGINAL, InfiMNIST
 from spectralnet_tf.losses import LAPLACIANS
 from spectralnet_tf.metrics import acc, grassmann, matched, nmi
 from spectralnet_tf.hardware import resolve_dtype_policy
+from spectralnet_tf.views import make_view
 from spectralnet_tf.networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS
 from spectralnet_tf.resources import pretrained_path, sha256
 from spectralnet_tf.spectral import DENSE_MAX_N, EigensolverTimeout, edge_purity, spectrum
@@ -175,6 +176,13 @@ def build_parser():
                     help="MNIST: train on the 60k training split, report test_acc/test_nmi on "
                          "the 10k; Reuters: the same with a random 10%% held out; infimnist: "
                          f"on the {INFIMNIST_FRESH:,} fresh digits that follow the n")
+    mn.add_argument("--views", choices=("shift", "deform", "none"),
+                    help="Siamese distance: also pair each point with transformed copies of "
+                         "itself (shift: by up to 2 pixels; deform: infinite MNIST's law; "
+                         "none: no views). Default: shift for mnist, deform for infimnist")
+    mn.add_argument("--n-views", type=POSITIVE_INT, dest="siamese_n_views",
+                    help="view positives per point (default: as many as the neighbour "
+                         "positives, --siamese-nbrs)")
     mn.add_argument("--deformation-pairs", action="store_true",
                     help="infimnist, Siamese distance: also pair each digit with another one "
                          "made from the same MNIST digit as a Siamese positive (fit's groups; "
@@ -231,7 +239,7 @@ def parse_args(argv=None):
 AFFINITY_FLAGS = ("n_nbrs", "scale_nbr", "scale", "label_strength")
 SIAMESE_FLAGS = {"siamese_max_epochs": "max_epochs", "siamese_steps_per_epoch": "steps_per_epoch",
                  "siamese_n_nbrs": "n_nbrs", "siamese_dtype_policy": "dtype_policy",
-                 "patience": "patience"}
+                 "siamese_n_views": "n_views", "patience": "patience"}
 
 
 def build_config(args):
@@ -268,6 +276,12 @@ def build_config(args):
     if isinstance(embedding, SiameseEmbedding):
         embedding.set_params(**{name: getattr(args, flag) for flag, name in SIAMESE_FLAGS.items()
                                 if getattr(args, flag) is not None})
+        if args.views is not None:
+            embedding.set_params(views=None if args.views == "none" else args.views)
+    elif args.views not in (None, "none") or args.siamese_n_views is not None:
+        flag = f"--views {args.views}" if args.views else f"--n-views {args.siamese_n_views}"
+        raise UsageError(f"{flag} pairs views in the Siamese distance; it needs --affinity "
+                         "siamese.")
     config["affinity_embedding"] = embedding
     return config
 
@@ -343,6 +357,12 @@ class Job:
             raise UsageError(str(err)) from None
         self.batch_size = self.plan.batch_size
         self.check_reference_size()
+        views = getattr(self.plan.affinity_embedding, "views", None)
+        if views is not None:  # a view the rows cannot take: one line, before any work
+            try:
+                make_view(views)(np.asarray(self.x[:2], np.float32), np.arange(2), 0)
+            except ValueError as err:
+                raise UsageError(f"--views {views}: {err}") from None
         if args.deformation_pairs:
             distance = "siamese" if isinstance(self.plan.affinity_embedding,
                                                SiameseEmbedding) else "euclidean"
@@ -528,7 +548,7 @@ def record_params(net):
 
 
 def _without_seconds(history):
-    return {key: v for key, v in history.items() if key != "seconds"}
+    return {key: v for key, v in history.items() if key not in ("seconds", "view_seconds")}
 
 
 def run(job, out, resume=False, write=True):
@@ -582,6 +602,8 @@ def run(job, out, resume=False, write=True):
         seconds["fit_encode"] = round(net.history_["encode_seconds"], 3)
     if hasattr(net, "siamese_history_"):
         seconds["siamese"] = round(net.siamese_history_["seconds"], 3)
+        if "view_seconds" in net.siamese_history_:  # made and encoded before the Siamese phase
+            seconds["siamese_views"] = round(net.siamese_history_["view_seconds"], 3)
     seconds["spectral"] = round(net.history_["seconds"], 3)
     if "init_seconds" in net.history_:  # --init spectral, before the epochs
         seconds["warm_start"] = round(net.history_["init_seconds"], 3)

@@ -19,6 +19,7 @@ import tensorflow as tf
 from . import distribute
 from .losses import nt_xent
 from .train import PlateauSchedule, run_epochs
+from .views import translate
 
 ENCODER_NAMES = ("encoder1", "encoder2", "encoder3", "encoder4")
 DECODER_NAMES = ("decoder1", "decoder2", "decoder3", "decoder4")
@@ -156,19 +157,10 @@ def load_encoder(path):
 def translate_images(batch, max_shift, generator, image_shape):
     """Augmentation for images stored as flat rows: move each image by its own
     random offset, uniform in [-max_shift, max_shift] pixels along each axis
-    (bilinear interpolation, zero fill). A batch of shape (n, pixels, c)
+    (``views.translate``: bilinear, zero fill). A batch of shape (n, pixels, c)
     holds c images per row, all moved by the row's offset."""
-    n = tf.shape(batch)[0]
-    offset = generator.uniform([n, 2], -max_shift, max_shift)
-    one, zero = tf.ones([n, 1]), tf.zeros([n, 1])
-    # Projective transform rows [a0, a1, a2, b0, b1, b2, c0, c1]: a pure translation.
-    transform = tf.concat([one, zero, offset[:, :1], zero, one, offset[:, 1:], zero, zero], axis=1)
-    channels = 1 if batch.shape.rank == 2 else batch.shape[-1]
-    images = tf.reshape(batch, [n, *image_shape, channels])
-    moved = keras.ops.image.affine_transform(images, transform, interpolation="bilinear",
-                                             fill_mode="constant", fill_value=0.0,
-                                             data_format="channels_last")
-    return tf.reshape(moved, tf.shape(batch))
+    offset = generator.uniform([tf.shape(batch)[0], 2], -max_shift, max_shift)
+    return translate(batch, offset, image_shape)
 
 
 def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rate=1e-3,

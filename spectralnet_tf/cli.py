@@ -149,6 +149,11 @@ def build_parser():
     hyper.add_argument("--laplacian", choices=LAPLACIANS, help="graph Laplacian")
     hyper.add_argument("--siamese", action="store_true",
                        help="measure distances with a Siamese net trained on neighbour pairs")
+    hyper.add_argument("--views", choices=("shift", "deform"),
+                       help="a transformation the clusters survive: the Siamese net (implied) "
+                            "also pairs each point with transformed copies of itself. shift: "
+                            "square images moved by up to 2 pixels; deform: 28x28 digits "
+                            "deformed by infinite MNIST's law")
     hyper.add_argument("--tensorboard", metavar="LOGDIR",
                        help="write training curves for TensorBoard (tensorboard --logdir LOGDIR)")
     hyper.add_argument("--seed", type=_int_at_least(0), default=0,
@@ -199,11 +204,16 @@ def estimator_params(args):
 
         params["affinity"] = GaussianKNNAffinity(**graph)
     if args.graph:
-        if args.siamese:
-            raise UsageError(f"--graph {args.graph} is taken as given; --siamese learns the "
+        if args.siamese or args.views:
+            flag = "--siamese" if args.siamese else f"--views {args.views}"
+            raise UsageError(f"--graph {args.graph} is taken as given; {flag} learns the "
                              "distances of a Gaussian graph: give one or the other.")
         params["affinity"] = "precomputed"
-    if args.siamese:
+    if args.views:
+        from .siamese import SiameseEmbedding
+
+        params["affinity_embedding"] = SiameseEmbedding(views=args.views)
+    elif args.siamese:
         params["affinity_embedding"] = "siamese"
     if args.verbose:
         params["verbose"] = 1

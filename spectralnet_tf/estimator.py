@@ -744,12 +744,20 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         labels_val, labels_train = labels[perm[:plan.n_val]], labels[perm[plan.n_val:]]
         embedding = plan.affinity_embedding
         if siamese:  # a copy, fitted here: the parameter itself stays unfitted
+            # Views transform the input: made from X, encoded as Z was.
+            start = time.perf_counter()
+            view_coords = embedding.view_coordinates(X, siamese_seed, encode=self.encoder,
+                                                     rows=perm[plan.n_val:],
+                                                     strategy=self._strategy())
+            view_seconds = time.perf_counter() - start
             embedding.fit(z_train, labels=labels_train if (labels_train >= 0).any() else None,
                           groups=None if groups is None else groups[perm[plan.n_val:]],
-                          seed=siamese_seed, verbose=self.verbose,
+                          view_coords=view_coords, seed=siamese_seed, verbose=self.verbose,
                           checkpointer=checkpointers.get("siamese"), strategy=self._strategy(),
                           log=self._epoch_log("siamese"))
             self.siamese_, self.siamese_history_ = embedding.model_, embedding.history_
+            if view_coords is not None:
+                self.siamese_history_["view_seconds"] = view_seconds
         self.affinity_embedding_ = embedding
         affinity = plan.affinity
         if embedding is not None:

@@ -193,14 +193,23 @@ def redeform(images, epoch, seed=0):
     m = len(images)
     if m > REDEFORM_STRIDE:
         raise ValueError(f"redeform takes up to {REDEFORM_STRIDE:,} images, got {m:,}.")
-    epoch, seed = int(epoch), int(seed)
-    first = REDEFORM_START + (seed * REDEFORM_KEYS + epoch) * REDEFORM_STRIDE
+    first = REDEFORM_START + (int(seed) * REDEFORM_KEYS + int(epoch)) * REDEFORM_STRIDE
+    return deform_at(images, first + np.arange(m, dtype=np.int64))
+
+
+def deform_at(images, index):
+    """``images`` (m, 784), row j warped by the deformation of index
+    ``index[j]`` (>= N_ORIGINAL; ``deformation``): the same whatever rows come
+    with it. Sorted by index and taken a chunk of ``BLOCK`` at a time, so that
+    contiguous indices draw each block's stream once and the warp works on
+    about 10 floats per pixel of one chunk."""
+    index = np.asarray(index, dtype=np.int64)
+    order = np.argsort(index, kind="stable")
     basis = field_basis()
     out = np.empty_like(images)
-    for start in range(0, m, BLOCK):
-        rows = slice(start, start + BLOCK)
-        index = first + np.arange(start, min(start + BLOCK, m), dtype=np.int64)
-        out[rows] = warp(images[rows], deformation(index, basis))
+    for start in range(0, len(index), BLOCK):
+        rows = order[start:start + BLOCK]
+        out[rows] = warp(images[rows], deformation(index[rows], basis))
     return out
 
 

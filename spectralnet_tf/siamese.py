@@ -1,12 +1,14 @@
 """The Siamese network that learns the affinity's distance (paper Sec. 3.2).
 
 Pairs are built without labels: each point with its ``n_nbrs`` nearest
-neighbours (positives) and as many random non-neighbours (negatives). The net is
+neighbours and with transformed copies of itself, its views (positives), and
+as many random non-neighbours (negatives). The net is
 trained with the contrastive loss (margin 1) by RMSprop under the same
 validation-loss learning-rate schedule as SpectralNet. Each epoch runs as one
 compiled ``tf.function``.
 """
 
+import time
 
 import keras
 import numpy as np
@@ -19,8 +21,9 @@ from .checks import check_choice, check_int, check_positive, check_units
 from .losses import contrastive_loss
 from .neighbors import BACKENDS, make_neighbors
 from .networks import DTYPE_POLICIES, dense_stack
-from .streaming import map_batches
+from .streaming import Rows, map_batches
 from .train import PlateauSchedule, run_epochs, sample_rows
+from .views import ViewRows, make_view, view_seeds
 
 #: The validation loss is taken on at most this many of the held-out pairs
 #: (MNIST: 63,000), so an epoch's cost does not grow with n.
@@ -28,40 +31,53 @@ VALIDATION_MAX_PAIRS = 65536
 
 
 def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None, positives_per_point=None,
-               groups=None):
+               groups=None, n_views=0):
     """Training pairs: ``(first, second, is_positive)`` arrays (int32 indices).
 
     Positives: (i, j) for each of i's ``n_nbrs`` nearest neighbours j (paper,
     MNIST: 2), or, with ``positives_per_point=p``, for p of them drawn at random
-    (paper, Reuters: 1 of the 100 nearest).
-    Negatives: as many (i, j) with j drawn uniformly among the points that are
-    not i and not among i's neighbours. With ``labels`` (-1: unknown), each
-    labeled point also gets a positive pair with a random point of its label
-    and a negative pair with a random point of another label (paper Sec. 5.3).
-    With ``groups`` (an id per point; points with one id are views of one
-    item, e.g. deformations of one digit), each point whose group has another
-    member also gets a positive pair with a random one of them.
+    (paper, Reuters: 1 of the 100 nearest). With ``n_views=V``, also (i, n + v n
+    + i) for v < V: point i and its v-th view, rows that follow the n points in
+    the array the pairs index (``SiameseEmbedding``'s ``views``).
+    Negatives: one for each of these positives, (i, j) with j drawn uniformly
+    among the n points that are not i and not among i's neighbours. With
+    ``n_nbrs=0`` (views only) no neighbours are searched: building the pairs
+    then costs the same per point at any n. With ``labels`` (-1: unknown),
+    each labeled point also gets a positive pair with a random point of its
+    label and a negative pair with a random point of another label (paper
+    Sec. 5.3). With ``groups`` (an id per point; points with one id are views
+    of one item, e.g. deformations of one digit), each point whose group has
+    another member also gets a positive pair with a random one of them.
     """
     n = len(x)
-    if not 1 <= n_nbrs <= n - 2:
+    low = 0 if n_views else 1
+    if not low <= n_nbrs <= n - 2:
         raise ValueError(
-            f"n_nbrs must be in [1, n_samples - 2] = [1, {n - 2}] so that non-neighbours "
-            f"exist for the negative pairs, got n_nbrs={n_nbrs}."
+            f"n_nbrs must be in [{low}, n_samples - 2] = [{low}, {n - 2}] so that "
+            f"non-neighbours exist for the negative pairs (0 only with views), got "
+            f"n_nbrs={n_nbrs}."
         )
     if positives_per_point is not None and not 1 <= positives_per_point <= n_nbrs:
         raise ValueError(
             f"positives_per_point must be None or in [1, n_nbrs={n_nbrs}], got "
             f"positives_per_point={positives_per_point!r}."
         )
-    backend = make_neighbors(neighbors, n_samples=n, random_state=seed)
-    _, nbrs = backend.kneighbors(x, n_nbrs)
+    index = np.int32 if n * (1 + n_views) < 2**31 else np.int64
     rng = np.random.default_rng(seed)
+    nbrs = np.empty((n, 0), np.int64)
+    if n_nbrs:
+        _, nbrs = make_neighbors(neighbors, n_samples=n, random_state=seed).kneighbors(x, n_nbrs)
     if positives_per_point is None:
-        first, pos_second = np.repeat(np.arange(n), n_nbrs), nbrs.ravel()
+        first, pos_second = np.repeat(np.arange(n, dtype=index), n_nbrs), nbrs.ravel()
     else:
         cols = np.argsort(rng.uniform(size=nbrs.shape), axis=1)[:, :positives_per_point]
-        first = np.repeat(np.arange(n), positives_per_point)
+        first = np.repeat(np.arange(n, dtype=index), positives_per_point)
         pos_second = np.take_along_axis(nbrs, cols, axis=1).ravel()
+    if n_views:  # point i, then each of its views (row n + v n + i)
+        own = np.tile(np.arange(n, dtype=index), n_views)
+        first = np.concatenate([first.astype(index), own])
+        pos_second = np.concatenate([pos_second.astype(index),
+                                     own + n * np.repeat(np.arange(1, n_views + 1, dtype=index), n)])
     neg_second = rng.integers(0, n, size=first.size)
     # Redraw the few draws that hit the point itself or one of its neighbours.
     bad = _is_neighbour(nbrs, first, neg_second)
@@ -76,7 +92,6 @@ def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None, positives_per
         for arrays, part in zip((firsts, seconds, flags), pairs):
             arrays.extend(part)
     # int32 indices: 8 bytes a pair instead of 16 (10 pairs a point on MNIST).
-    index = np.int32 if n < 2**31 else np.int64
     return (np.concatenate(firsts).astype(index), np.concatenate(seconds).astype(index),
             np.concatenate(flags))
 
@@ -85,6 +100,8 @@ def _is_neighbour(nbrs, first, second, chunk=65536):
     """``second[p]`` is ``first[p]`` or one of its neighbours; by chunks, so
     that no (pairs × n_nbrs) array is ever whole."""
     out = second == first
+    if not nbrs.shape[1]:
+        return out
     for start in range(0, len(first), chunk):
         rows = slice(start, start + chunk)
         out[rows] |= (nbrs[first[rows]] == second[rows, None]).any(axis=1)
@@ -238,13 +255,19 @@ def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience
 def fit_siamese(z, *, hidden_units=(1024, 1024, 512, 10), output_activation="linear",
                 n_nbrs=2, positives_per_point=None, batch_size=128, learning_rate=1e-3,
                 max_epochs=100, steps_per_epoch=None, patience=10, min_lr=1e-8,
-                neighbors="auto", labels=None, groups=None, seed=0, verbose=0,
+                neighbors="auto", labels=None, groups=None, view_coords=None, seed=0, verbose=0,
                 checkpointer=None, strategy=None, dtype_policy="float32", log=None):
     """Pairs from ``z`` (``make_pairs``), a new Siamese net built (in
     ``strategy``'s scope) and trained on them: returns ``(net, history)``. The
-    keywords are ``SiameseEmbedding``'s parameters (its ``fit`` calls this)."""
+    keywords are ``SiameseEmbedding``'s parameters (its ``fit`` calls this);
+    ``view_coords`` (V, n, d), if given, are V views of each row of ``z``,
+    each paired with its row as a positive."""
+    n_views = 0 if view_coords is None else len(view_coords)
     pairs = make_pairs(z, n_nbrs, neighbors, seed=seed, labels=labels,
-                       positives_per_point=positives_per_point, groups=groups)
+                       positives_per_point=positives_per_point, groups=groups, n_views=n_views)
+    if n_views:  # the views follow the points, as make_pairs indexes them
+        z = np.concatenate([np.asarray(z, np.float32),
+                            np.asarray(view_coords, np.float32).reshape(-1, np.shape(z)[1])])
     with distribute.get(strategy).scope():
         net = build_siamese(np.shape(z)[1], tuple(hidden_units),
                             output_activation=output_activation, seed=seed,
@@ -279,6 +302,8 @@ class SiameseEmbedding(BaseEstimator):
         (``build_siamese``).
     n_nbrs : int, default=2
         Positive pairs per point: its nearest neighbours (paper: 2 on MNIST).
+        0 (only with ``views``): no neighbour search, the views are the only
+        positives, and building the pairs costs the same per point at any n.
     positives_per_point : int or None, default=None
         None: pair each point with all ``n_nbrs`` neighbours. An int p: with p
         of them drawn at random (paper, Reuters: 1 of the 100 nearest).
@@ -302,6 +327,18 @@ class SiameseEmbedding(BaseEstimator):
     neighbors : {"auto", "exact", "annoy"}, default="auto"
         Nearest-neighbour backend for the pairs: exact (scikit-learn) up to
         20,000 points, annoy above.
+    views : {"shift", "deform"}, callable or None, default=None
+        A transformation the classes are known to survive (``views``): each
+        point is paired, as a positive, with ``n_views`` transformed copies
+        of itself, so that the learned distance ignores it. A callable
+        ``view(x, index, seed)`` maps input rows, their row numbers and a
+        seed to transformed rows, each a function of (row, index, seed)
+        alone. "shift": ``views.Shift()``, "deform": ``views.Deform()``.
+        Views transform the input: under ``SpectralNet(encoder=...)`` they
+        are encoded like the points.
+    n_views : int or "auto", default="auto"
+        View positives per point; "auto": as many as ``n_nbrs`` (the
+        neighbour positives), and 1 when ``n_nbrs=0``.
 
     Attributes
     ----------
@@ -322,7 +359,7 @@ class SiameseEmbedding(BaseEstimator):
     def __init__(self, hidden_units=(1024, 1024, 512, 10), output_activation="linear",
                  n_nbrs=2, positives_per_point=None, batch_size=128, learning_rate=1e-3,
                  max_epochs=100, steps_per_epoch=None, patience=10, min_lr=1e-8,
-                 dtype_policy="float32", neighbors="auto"):
+                 dtype_policy="float32", neighbors="auto", views=None, n_views="auto"):
         self.hidden_units = hidden_units
         self.output_activation = output_activation
         self.n_nbrs = n_nbrs
@@ -335,13 +372,19 @@ class SiameseEmbedding(BaseEstimator):
         self.min_lr = min_lr
         self.dtype_policy = dtype_policy
         self.neighbors = neighbors
+        self.views = views
+        self.n_views = n_views
 
     def check_params(self, strategy=None):
         """Raise a ValueError naming the first bad parameter; under a
         ``tf.distribute`` strategy ``batch_size`` must divide by its replicas."""
         check_units("hidden_units", self.hidden_units)
         check_choice("output_activation", self.output_activation, SIAMESE_OUTPUT_ACTIVATIONS)
-        check_int("n_nbrs", self.n_nbrs, 1)
+        if self.views is not None:
+            make_view(self.views)
+            if self.n_views != "auto":
+                check_int("n_views", self.n_views, 1)
+        check_int("n_nbrs", self.n_nbrs, 0 if self.views is not None else 1)
         if self.positives_per_point is not None:
             check_int("positives_per_point", self.positives_per_point, 1)
         check_int("batch_size", self.batch_size, 1)
@@ -358,25 +401,71 @@ class SiameseEmbedding(BaseEstimator):
             raise ValueError(f"neighbors must be one of {BACKENDS} or an object with a "
                              f"kneighbors method, got neighbors={self.neighbors!r}.")
 
-    def fit(self, X, y=None, *, labels=None, groups=None, seed=0, verbose=0, checkpointer=None,
-            strategy=None, log=None):
+    def resolved_n_views(self):
+        """View positives per point: 0 without ``views``; ``n_views``, or for
+        "auto" as many as the neighbour positives (1 with none)."""
+        if self.views is None:
+            return 0
+        return max(self.n_nbrs, 1) if self.n_views == "auto" else self.n_views
+
+    def view_coordinates(self, X, seed, encode=None, rows=None, strategy=None):
+        """The views of X's rows that ``fit`` pairs them with: (V, m, d) for
+        ``V = resolved_n_views()`` views of the m rows ``rows`` (default all)
+        of X, mapped by ``encode`` (e.g. an encoder; default: as they are),
+        each view's seed drawn from ``seed``; None without ``views``. X may be
+        a lazy row source: views are made and encoded a chunk at a time."""
+        self.check_params(strategy)
+        if self.views is None:
+            return None
+        view = make_view(self.views)
+        source = X
+        if rows is not None:  # Rows reads increasing rows; put them back in the given order
+            rows = np.asarray(rows, np.int64)
+            ordered = np.sort(rows)
+            back = np.searchsorted(ordered, rows)
+        out = []
+        for view_seed in view_seeds(seed, self.resolved_n_views()):
+            made = ViewRows(source, view, view_seed)
+            if rows is not None:
+                made = Rows(made, ordered)
+            coords = (map_batches(None, made) if encode is None
+                      else distribute.map_rows(encode, made, strategy))
+            out.append(coords if rows is None else coords[back])
+        return np.stack(out)
+
+    def fit(self, X, y=None, *, labels=None, groups=None, view_coords=None, seed=0, verbose=0,
+            checkpointer=None, strategy=None, log=None):
         """Train a new net on the pairs of X (``make_pairs``): its nearest
-        neighbours, plus pairs from ``labels`` (-1: unknown) and ``groups``
-        (ids of views of one item), if given. ``y`` is ignored. With a
-        ``checkpointer`` it checkpoints each epoch and resumes from one;
-        under a ``tf.distribute`` ``strategy`` each minibatch is split over
-        its replicas. ``log(epoch, values)`` gets each epoch's values
+        neighbours and its views, plus pairs from ``labels`` (-1: unknown) and
+        ``groups`` (ids of views of one item), if given. ``y`` is ignored.
+        ``view_coords`` (V, n, d) are the views in X's space, as
+        ``view_coordinates`` makes them; by default made here from X itself.
+        With a ``checkpointer`` it checkpoints each epoch and resumes from
+        one; under a ``tf.distribute`` ``strategy`` each minibatch is split
+        over its replicas. ``log(epoch, values)`` gets each epoch's values
         (``train.run_epochs``). Returns self."""
         self.check_params(strategy)
+        view_seconds = 0.0
+        if self.views is not None and view_coords is None:
+            start = time.perf_counter()
+            view_coords = self.view_coordinates(X, seed, strategy=strategy)
+            view_seconds = time.perf_counter() - start
+        if view_coords is not None:
+            expected = (self.resolved_n_views(), len(X), np.shape(X)[1])
+            if np.shape(view_coords) != expected:
+                raise ValueError(f"view_coords must have shape (n_views, n_samples, n_features) "
+                                 f"= {expected}, got {np.shape(view_coords)}.")
         self.model_, self.history_ = fit_siamese(
             X, hidden_units=tuple(self.hidden_units), output_activation=self.output_activation,
             n_nbrs=self.n_nbrs, positives_per_point=self.positives_per_point,
             batch_size=self.batch_size, learning_rate=self.learning_rate,
             max_epochs=self.max_epochs, steps_per_epoch=self.steps_per_epoch,
             patience=self.patience, min_lr=self.min_lr, neighbors=self.neighbors,
-            labels=labels, groups=groups, seed=seed, verbose=verbose,
+            labels=labels, groups=groups, view_coords=view_coords, seed=seed, verbose=verbose,
             checkpointer=checkpointer, strategy=strategy, dtype_policy=self.dtype_policy,
             log=log)
+        if view_seconds:
+            self.history_["view_seconds"] = view_seconds
         return self
 
     def __call__(self, x):

@@ -221,6 +221,15 @@ BAD_FIT = {
                          "graph must be symmetric, got graph["),
     "graph and kNN flags": (["{d}/x.npy", "--graph", "{d}/graph.npz", "--n-nbrs", "5"],
                             "give one or the other."),
+    "graph and views": (["{d}/x.npy", "--graph", "{d}/graph.npz", "--views", "shift"],
+                        "--graph {d}/graph.npz is taken as given; --views shift learns the "
+                        "distances of a Gaussian graph: give one or the other."),
+    "shifts of rows that are not images": (["{d}/x.npy", "--views", "shift"],
+                                           "Shift needs square images: rows of side**2 pixels, "
+                                           f"got {D} columns; give side for other shapes."),
+    "deformations of rows that are not digits": (["{d}/x.npy", "--views", "deform"],
+                                                 f"Deform warps 28x28 digits: rows of 784 "
+                                                 f"pixels, got {D}."),
     "truncated graph": (["{d}/x.npy", "--graph", "{d}/truncated.npz"],
                         "{d}/truncated.npz: not a scipy.sparse .npz file"),
     "empty graph file": (["{d}/x.npy", "--graph", "{d}/empty.npz"],

@@ -103,7 +103,7 @@ def _x(n=200, d=2):
         (_x(), dict(affinity_embedding=SiameseEmbedding(output_activation="sigmoid")),
          r"output_activation must be one of .*got output_activation='sigmoid'"),
         (_x(), dict(dtype_policy="float16"),
-         r"dtype_policy must be one of \('float32', 'mixed_bfloat16'\), got dtype_policy='float16'"),
+         r"dtype_policy must be one of \('float32', 'mixed_bfloat16', 'auto'\), got dtype_policy='float16'"),
         (_x(), dict(affinity_embedding=SiameseEmbedding(dtype_policy="bfloat16")),
          r"dtype_policy must be one of .*got dtype_policy='bfloat16'"),
         (_x(), dict(affinity=GaussianKNNAffinity(n_nbrs=0)),

@@ -80,7 +80,8 @@ def test_flags_override_the_dataset_config():
     assert flat(infi) == {**flat(lean),
                           "steps_per_epoch": 61, "affinity_embedding__steps_per_epoch": 1107,
                           "max_epochs": 100, "dtype_policy": "float32",
-                          "affinity_embedding__dtype_policy": "float32"}
+                          "affinity_embedding__dtype_policy": "float32",
+                          "affinity_embedding__views": "deform"}
     # MNIST's own lean budgets: quarter passes of Siamese pairs, at
     # most 30 SpectralNet epochs, bfloat16 hidden layers where the hardware has the units.
     assert (lean["affinity_embedding"].steps_per_epoch, lean["max_epochs"]) == (277, 30)

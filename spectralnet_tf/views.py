@@ -1,0 +1,211 @@
+"""Views: transformed copies of a point that its class is known to survive.
+
+A transformation the data are invariant to is supervision without labels: a
+point and a transformed copy of it are a Siamese positive pair whatever
+their class (``SiameseEmbedding(views=...)``). A view is any callable
+
+    ``view(x, index, seed) -> x_view``
+
+that maps rows ``x`` (m, d) of the input, their row numbers ``index`` (m,)
+and an integer ``seed`` to transformed rows of the same shape, each row a
+function of (its row of ``x``, its index, the seed) alone: the same
+whichever other rows come with it, so that views of millions of rows can be
+made a chunk at a time and made again. Two ship here:
+
+- ``Shift``: a translation by whole pixels with zero fill (MNIST: up to 2,
+  in each direction, as in Sabour, Frosst & Hinton 2017, "Dynamic Routing
+  Between Capsules");
+- ``Deform``: infinite MNIST's own deformation law (``infimnist``), the law
+  that made its deformed digits.
+
+``ViewRows`` is the views of a whole row source, generated when sliced, so
+that an encoder maps them a chunk at a time as it maps the data.
+"""
+
+import math
+
+import keras
+import numpy as np
+import tensorflow as tf
+from sklearn.base import BaseEstimator
+
+from . import infimnist
+from .checks import check_int
+from .streaming import LazyRows
+
+#: Seeds of a view lie in [0, SEED_LIMIT).
+SEED_LIMIT = 2**24
+
+
+def _check_call(x, index, seed):
+    x = np.asarray(x, dtype=np.float32)
+    index = np.asarray(index, dtype=np.int64)
+    if x.ndim != 2 or index.shape != (len(x),):
+        raise ValueError(f"a view takes rows x of shape (m, d) and their index of shape (m,), "
+                         f"got x.shape={x.shape} and index.shape={index.shape}.")
+    if (index < 0).any():
+        raise ValueError(f"index must hold row numbers >= 0, got min(index)={index.min()}.")
+    if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)
+            and 0 <= seed < SEED_LIMIT):
+        raise ValueError(f"seed must be an integer in [0, {SEED_LIMIT - 1}], got seed={seed!r}.")
+    return x, index, int(seed)
+
+
+def row_uniforms(index, seed, draws):
+    """Uniforms in [0, 1), shape (len(index), draws), each a function of
+    (index, seed, column) alone: SplitMix64's finaliser of a counter, so no
+    generator is seeded per row."""
+    mix = np.uint64(0x9E3779B97F4A7C15)
+    counter = (np.asarray(index, np.uint64)[:, None] * np.uint64(draws)
+               + np.arange(draws, dtype=np.uint64)[None, :])
+    z = counter * mix + np.full(counter.shape, seed + 1, np.uint64) * np.uint64(0xD1B54A32D192ED03)
+    z ^= z >> np.uint64(30)
+    z *= np.uint64(0xBF58476D1CE4E5B9)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
+class Shift(BaseEstimator):
+    """Square images shifted by whole pixels, zeros shifted in (``translate``).
+
+    Each row moves by (dr, dc), each drawn uniformly from the integers in
+    ``[-max_shift, max_shift]`` from (its index, the seed).
+
+    Parameters
+    ----------
+    max_shift : int, default=2
+        The largest shift along each axis, in pixels (Sabour et al. 2017
+        trained on MNIST shifted by up to 2 pixels in each direction).
+    side : int or None, default=None
+        Image side; None: the square root of the row width (784: 28).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectralnet_tf.views import Shift
+    >>> x = np.zeros((1, 9), np.float32); x[0, 4] = 1  # a 3x3 image, its centre lit
+    >>> float(Shift(max_shift=1)(x, np.array([0]), seed=0).sum())  # moved, not lost
+    1.0
+    """
+
+    def __init__(self, max_shift=2, side=None):
+        self.max_shift = max_shift
+        self.side = side
+
+    def __call__(self, x, index, seed):
+        x, index, seed = _check_call(x, index, seed)
+        check_int("max_shift", self.max_shift, 0)
+        side = self.side
+        if side is None:
+            side = math.isqrt(x.shape[1])
+            if side * side != x.shape[1]:
+                raise ValueError(f"Shift needs square images: rows of side**2 pixels, got "
+                                 f"{x.shape[1]} columns; give side for other shapes.")
+        check_int("side", side, 1)
+        if side * side != x.shape[1]:
+            raise ValueError(f"Shift(side={side}) needs rows of {side * side} pixels, got "
+                             f"{x.shape[1]}.")
+        s = int(self.max_shift)
+        u = row_uniforms(index, seed, 2)
+        offset = np.minimum(np.floor(u * (2 * s + 1)), 2 * s) - s  # whole pixels, (m, 2)
+        return np.asarray(translate(tf.constant(x), tf.constant(offset, tf.float32),
+                                    (side, side)))
+
+
+def translate(batch, offset, image_shape):
+    """Images stored as flat rows, each moved by its row of ``offset`` (n, 2)
+    pixels (bilinear interpolation, zeros moved in; whole-pixel offsets move
+    pixels exactly). A batch of shape (n, pixels, c) holds c images per row,
+    all moved by the row's offset."""
+    n = tf.shape(batch)[0]
+    one, zero = tf.ones([n, 1]), tf.zeros([n, 1])
+    # Projective transform rows [a0, a1, a2, b0, b1, b2, c0, c1]: a pure translation.
+    transform = tf.concat([one, zero, offset[:, :1], zero, one, offset[:, 1:], zero, zero], axis=1)
+    channels = 1 if batch.shape.rank == 2 else batch.shape[-1]
+    images = tf.reshape(batch, [n, *image_shape, channels])
+    moved = keras.ops.image.affine_transform(images, transform, interpolation="bilinear",
+                                             fill_mode="constant", fill_value=0.0,
+                                             data_format="channels_last")
+    return tf.reshape(moved, tf.shape(batch))
+
+
+class Deform(BaseEstimator):
+    """Infinite MNIST's deformation law (``infimnist``): an elastic field, a
+    small affine map and a translation, drawn for each (index, seed) from
+    the data set's own streams at indices that none of its digits uses.
+    Rows are 28x28 images in [0, 1]."""
+
+    #: The first index of the views' streams: beyond every index that
+    #: ``infimnist`` reads or ``redeform`` borrows.
+    START = infimnist.REDEFORM_START + 2**57
+    #: Indices kept apart for each seed: row numbers lie below it.
+    STRIDE = 2**32
+
+    def __call__(self, x, index, seed):
+        x, index, seed = _check_call(x, index, seed)
+        width = infimnist.SIDE * infimnist.SIDE
+        if x.shape[1] != width:
+            raise ValueError(f"Deform warps 28x28 digits: rows of {width} pixels, got "
+                             f"{x.shape[1]}.")
+        if len(index) and index.max() >= self.STRIDE:
+            raise ValueError(f"Deform takes row numbers below {self.STRIDE:,}, got "
+                             f"max(index)={index.max():,}.")
+        return infimnist.deform_at(x, self.START + seed * self.STRIDE + index)
+
+
+#: The views the command line names.
+VIEWS = {"shift": Shift, "deform": Deform}
+
+
+def make_view(view):
+    """A view from a name of ``VIEWS`` ("shift", "deform"), or a callable as it is."""
+    if isinstance(view, str) and view in VIEWS:
+        return VIEWS[view]()
+    if callable(view):
+        return view
+    raise ValueError(f"views must be one of {tuple(VIEWS)} or a callable view(x, index, seed), "
+                     f"got views={view!r}.")
+
+
+class ViewRows(LazyRows):
+    """The view of every row of a row source under one seed, generated when
+    sliced: ``ViewRows(x, view, seed)[a:b]`` is ``view(x[a:b], arange(a, b),
+    seed)``."""
+
+    def __init__(self, source, view, seed):
+        self.source = source
+        self.view = view
+        self.seed = seed
+
+    @property
+    def shape(self):
+        return tuple(self.source.shape)
+
+    @property
+    def dtype(self):
+        return np.dtype(np.float32)
+
+    def __len__(self):
+        return len(self.source)
+
+    def __getitem__(self, key):
+        if not isinstance(key, slice):
+            raise TypeError(f"ViewRows supports slices only, got {type(key).__name__}.")
+        start, stop, step = key.indices(len(self.source))
+        if step != 1:
+            raise ValueError(f"ViewRows reads contiguous slices only, got step={step}.")
+        stop = max(start, stop)
+        rows = np.asarray(self.source[start:stop], dtype=np.float32)
+        out = np.asarray(self.view(rows, np.arange(start, stop, dtype=np.int64), self.seed),
+                         dtype=np.float32)
+        if out.shape != rows.shape:
+            raise ValueError(f"a view must return rows of its input's shape {rows.shape}, got "
+                             f"{out.shape}.")
+        return out
+
+
+def view_seeds(seed, n_views):
+    """The seeds of a fit's ``n_views`` views, from the fit's ``seed``."""
+    return [int(s) for s in np.random.default_rng(seed).integers(0, SEED_LIMIT, size=n_views)]
