@@ -513,13 +513,56 @@ def bench_kmeans_sample(args, command):
            "sample or on all", ["seed", "fitted on", "ACC", "NMI", "seconds"], rows, command)
 
 
+def bench_pairs(args, command):
+    """Siamese pair building (``make_pairs``, 5 neighbour positives a point,
+    as the MNIST config) at growing n, per backend: annoy (what "auto" picks
+    above 20,000 points), scikit-learn's exact search on all cores (a k-d tree
+    in 10-d), and views alone (``n_nbrs=0``, 5 view positives, no search).
+    The points are MNIST's 70,000 codes, repeated with a small jitter up to
+    n, as infinite MNIST repeats its sources deformed. Seconds, and
+    microseconds per point against the smallest size's."""
+    from spectralnet_tf.autoencoder import load_encoder
+    from spectralnet_tf.datasets import mnist
+    from spectralnet_tf.neighbors import AnnoyNeighbors, ExactNeighbors
+    from spectralnet_tf.resources import pretrained_path
+    from spectralnet_tf.siamese import make_pairs
+    from spectralnet_tf.streaming import map_batches
+    from .reproduce import AE_ALL
+
+    rate = matmul_rate()
+    images, _ = mnist()[:2]
+    codes = map_batches(load_encoder(pretrained_path(AE_ALL)), images)
+    spread = codes.std(axis=0, keepdims=True)
+    variants = (("annoy (50 trees)", dict(n_nbrs=5, neighbors=AnnoyNeighbors(random_state=0))),
+                ("exact, all cores", dict(n_nbrs=5, neighbors=ExactNeighbors(n_jobs=-1))),
+                ("views alone", dict(n_nbrs=0, n_views=5)))
+    rows, first = [], {}
+    for n in args.sizes:
+        rng = np.random.default_rng(0)
+        z = codes[np.arange(n) % len(codes)]
+        z = z + (0.05 * spread * rng.standard_normal(z.shape)).astype(np.float32)
+        for name, kwargs in variants:
+            t = time.perf_counter()
+            pairs = make_pairs(z, seed=0, **kwargs)
+            seconds = time.perf_counter() - t
+            per_point = 1e6 * seconds / n
+            first.setdefault(name, per_point)
+            rows.append([name, f"{n:,}", f"{len(pairs[0]) / n:.0f}", f"{seconds:.1f}",
+                         f"{per_point:.1f}", f"{per_point / first[name]:.2f}", f"{rate:.0f}"])
+            print(rows[-1], flush=True)
+            del pairs
+    append("Siamese pair building per point as n grows (MNIST codes, jittered repeats)",
+           ["backend", "n", "pairs a point", "seconds", "µs a point", "× the smallest n's",
+            "matmul GFLOP/s"], rows, command)
+
+
 def main(argv=None):
     note_start()  # the tree this run starts from names its records
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=["matmul", "step", "run", "serve", "reuters-scale", "scale",
-                                    "kmeans-sample", "profile", "default-fit", "nclusters",
+                                    "kmeans-sample", "profile", "default-fit", "nclusters", "pairs",
                                     "graph-sbm", "graph-knn", "report"])
     p.add_argument("--check", action="store_true",
                    help="report: exit 1 if BENCHMARKS.md or README.md is stale")
@@ -552,7 +595,8 @@ def main(argv=None):
                                  or not re.fullmatch(r"[A-Za-z0-9_.-]+", args.tag)):
         p.error(f"--tag must be a name of letters, digits, '_', '.' or '-' other than 'scale' "
                 f"and 'accept' (the main tables' records), got --tag {args.tag!r}")
-    args.sizes = args.sizes or {"scale": [70000, 250000, 1000000, 2500000, 8100000]}.get(
+    args.sizes = args.sizes or {"scale": [70000, 250000, 1000000, 2500000, 8100000],
+                                "pairs": [70000, 280000, 1120000]}.get(
         args.what, [25000, 50000, 100000, 200000])
     if args.what == "report":
         return report(args.check)
@@ -560,7 +604,7 @@ def main(argv=None):
     {"matmul": bench_matmul, "step": bench_step, "run": bench_run, "serve": bench_serve,
      "reuters-scale": bench_reuters_scale, "scale": bench_scale,
      "kmeans-sample": bench_kmeans_sample, "profile": bench_profile,
-     "default-fit": bench_default_fit, "nclusters": bench_nclusters,
+     "default-fit": bench_default_fit, "nclusters": bench_nclusters, "pairs": bench_pairs,
      "graph-sbm": bench_graph_sbm, "graph-knn": bench_graph_knn}[args.what](args, command)
     print(f"peak RSS {peak_rss_gib():.2f} GiB")
 

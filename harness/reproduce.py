@@ -156,9 +156,10 @@ def build_parser():
                     help="maximum epochs of the Siamese net")
     hp.add_argument("--siamese-steps-per-epoch", type=POSITIVE_INT, dest="siamese_steps_per_epoch",
                     help="Siamese minibatches per epoch (default: one pass over all pairs)")
-    hp.add_argument("--siamese-nbrs", type=POSITIVE_INT, dest="siamese_n_nbrs",
+    hp.add_argument("--siamese-nbrs", type=NONNEGATIVE_INT, dest="siamese_n_nbrs",
                     help="Siamese positive pairs come from each point's SIAMESE_NBRS "
-                         "nearest neighbours")
+                         "nearest neighbours (0, with --views: views alone, no neighbour "
+                         "search)")
     mn = p.add_argument_group("MNIST, infinite MNIST and Reuters (paper Table 1)")
     mn.add_argument("--data-dir", help=f"folder with mnist.npz or reuters.h5 "
                     f"(default: ${DATA_DIR_ENV})")

@@ -27,6 +27,7 @@ from .atomic import atomic_directory, atomic_file, publish
 from .centroids import centroid_distances, nearest_centroid
 from .nclusters import Eigengap
 from .siamese import SiameseEmbedding
+from .views import Deform, Shift
 
 SIGNATURE = "serving_default"
 EMBEDDER_FILE = "embedder.keras"
@@ -170,7 +171,8 @@ def write_models_config(base_dir, serving_root=DEFAULT_SERVING_ROOT):
 
 #: The parts saved by class name and parameters (estimator.json, format 3).
 PART_CLASSES = {cls.__name__: cls for cls in (GaussianKNNAffinity, FullGaussianAffinity,
-                                             PrecomputedAffinity, SiameseEmbedding, Eigengap)}
+                                             PrecomputedAffinity, SiameseEmbedding, Eigengap,
+                                             Shift, Deform)}
 #: Format 2 (flat parameters): SpectralNet's siamese_* and neighbors, now
 #: SiameseEmbedding's; n_nbrs, scale_nbr, scale, now the affinity's.
 V2_SIAMESE = ("hidden_units", "output_activation", "n_nbrs", "positives_per_point", "batch_size",
@@ -192,7 +194,7 @@ def part_to_json(value):
 def part_from_json(value, tuples=("hidden_units",)):
     """The inverse of ``part_to_json``."""
     if isinstance(value, dict) and set(value) == {"class", "params"}:
-        params = {key: tuple(v) if key in tuples and isinstance(v, list) else v
+        params = {key: tuple(v) if key in tuples and isinstance(v, list) else part_from_json(v)
                   for key, v in value["params"].items()}
         return PART_CLASSES[value["class"]](**params)
     return value
@@ -233,6 +235,13 @@ def save_estimator(estimator, path):
         raise ValueError(
             "Saving an estimator with a custom affinity_embedding callable is not "
             "supported; its embedding is not part of the saved model."
+        )
+    views = getattr(embedding, "views", None)
+    if views is not None and not isinstance(views, (str, *PART_CLASSES.values())):
+        raise ValueError(
+            "Saving an estimator whose SiameseEmbedding has a views callable of your own is "
+            f"not supported (its parameters are stored as JSON), got views={views!r}; "
+            "views='shift' or 'deform', or a views.Shift or views.Deform, save."
         )
     affinity = params["affinity"]
     if not isinstance(affinity, str) and getattr(affinity, "embedding", None) is not None:

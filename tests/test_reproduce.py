@@ -48,6 +48,14 @@ def _fails(argv, capsys):
         (["--space", "code"], "--space code needs an autoencoder"),
         (["--deformation-pairs"], "--deformation-pairs needs --dset infimnist with the Siamese "
                                   "affinity, got --dset moons --affinity euclidean"),
+        (["--views", "shift"], "--views shift pairs views in the Siamese distance; it needs "
+                               "--affinity siamese."),
+        (["--n-views", "2"], "--n-views 2 pairs views in the Siamese distance; it needs "
+                             "--affinity siamese."),
+        (["--affinity", "siamese", "--views", "shift"],
+         "--views shift: Shift needs square images: rows of side**2 pixels, got 2 columns"),
+        (["--affinity", "siamese", "--siamese-nbrs", "0"],
+         "n_nbrs must be an integer >= 1, got n_nbrs=0"),
         (["--preset", "paper"], "--preset paper: preset 'paper' has settings for ['mnist', "
                                 "'reuters'] only, got dset='moons'"),
     ],

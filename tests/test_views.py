@@ -194,3 +194,27 @@ def test_views_go_through_the_encoder_in_a_fit():
     assert net.siamese_history_["view_seconds"] > 0
     assert net.affinity_embedding_.resolved_n_views() == 2
     assert emb.get_params()["views"] is mirror and not hasattr(emb, "model_")  # a copy fitted
+
+
+def test_views_save_by_class_and_parameters_and_a_custom_one_is_refused(tmp_path):
+    import json
+    import os
+
+    from spectralnet_tf import SpectralNet
+
+    x = np.random.default_rng(0).uniform(size=(200, 16)).astype(np.float32)  # 4x4 images
+
+    def fitted(views):
+        emb = SiameseEmbedding(hidden_units=(8, 3), n_nbrs=1, views=views, max_epochs=1)
+        return SpectralNet(2, hidden_units=(8,), max_epochs=1, steps_per_epoch=2,
+                           affinity_embedding=emb, random_state=0).fit(x)
+
+    path = fitted(Shift(max_shift=1)).save(str(tmp_path / "shift"))
+    state = json.load(open(os.path.join(path, "estimator.json")))
+    assert state["params"]["affinity_embedding"]["params"]["views"] == {
+        "class": "Shift", "params": {"max_shift": 1, "side": None}}
+    loaded = SpectralNet.load(path).affinity_embedding.views
+    assert isinstance(loaded, Shift) and loaded.max_shift == 1
+    with pytest.raises(ValueError, match="views callable of your own is not supported"):
+        fitted(CountingView()).save(str(tmp_path / "custom"))
+    assert not (tmp_path / "custom").exists()
