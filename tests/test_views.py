@@ -174,6 +174,7 @@ def mirror(x, index, seed):
     return x.reshape(len(x), SIDE, SIDE)[:, :, ::-1].reshape(len(x), -1)
 
 
+@pytest.mark.slow  # an estimator fit
 def test_views_go_through_the_encoder_in_a_fit():
     import keras
 
@@ -196,6 +197,7 @@ def test_views_go_through_the_encoder_in_a_fit():
     assert emb.get_params()["views"] is mirror and not hasattr(emb, "model_")  # a copy fitted
 
 
+@pytest.mark.slow  # two estimator fits
 def test_views_save_by_class_and_parameters_and_a_custom_one_is_refused(tmp_path):
     import json
     import os
