@@ -37,17 +37,17 @@ from spectralnet_tf.autoencoder import load_encoder
 from spectralnet_tf.centroids import kmeans_labels, kmeans_labels_inertia
 from spectralnet_tf.datasets import DATA_DIR_ENV, DATASETS, MNIST_N_TRAIN, load_dataset
 from spectralnet_tf.estimator import SpectralNet, make_affinity, make_affinity_embedding
+from spectralnet_tf.hardware import resolve_dtype_policy
 from spectralnet_tf.infimnist import N_ORIGINAL, InfiMNIST
 from spectralnet_tf.losses import LAPLACIANS
 from spectralnet_tf.metrics import acc, grassmann, matched, nmi
-from spectralnet_tf.hardware import resolve_dtype_policy
-from spectralnet_tf.views import make_view
 from spectralnet_tf.networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS
 from spectralnet_tf.resources import pretrained_path, sha256
 from spectralnet_tf.spectral import DENSE_MAX_N, EigensolverTimeout, edge_purity, spectrum
 from spectralnet_tf.streaming import Rows, is_lazy, map_batches
 from spectralnet_tf.cli import layer_widths
 from spectralnet_tf.train import GRADIENTS, INITS
+from spectralnet_tf.views import make_view
 
 from .configs import config_for
 from .records import peak_rss_gib

@@ -418,16 +418,15 @@ class SiameseEmbedding(BaseEstimator):
         if self.views is None:
             return None
         view = make_view(self.views)
-        source = X
+        source, ordered = X, None
         if rows is not None:  # Rows reads increasing rows; put them back in the given order
             rows = np.asarray(rows, np.int64)
             ordered = np.sort(rows)
             back = np.searchsorted(ordered, rows)
+            source = Rows(X, ordered)  # only these rows are transformed and encoded
         out = []
         for view_seed in view_seeds(seed, self.resolved_n_views()):
-            made = ViewRows(source, view, view_seed)
-            if rows is not None:
-                made = Rows(made, ordered)
+            made = ViewRows(source, view, view_seed, index=ordered)
             coords = (map_batches(None, made) if encode is None
                       else distribute.map_rows(encode, made, strategy))
             out.append(coords if rows is None else coords[back])

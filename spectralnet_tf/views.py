@@ -171,13 +171,15 @@ def make_view(view):
 
 class ViewRows(LazyRows):
     """The view of every row of a row source under one seed, generated when
-    sliced: ``ViewRows(x, view, seed)[a:b]`` is ``view(x[a:b], arange(a, b),
-    seed)``."""
+    sliced: ``ViewRows(x, view, seed)[a:b]`` is ``view(x[a:b], index[a:b],
+    seed)``, where ``index`` holds the rows' numbers (default ``arange(len(x))``;
+    e.g. the rows of X that a ``streaming.Rows`` selection of X holds)."""
 
-    def __init__(self, source, view, seed):
+    def __init__(self, source, view, seed, index=None):
         self.source = source
         self.view = view
         self.seed = seed
+        self.index = np.arange(len(source), dtype=np.int64) if index is None else index
 
     @property
     def shape(self):
@@ -198,8 +200,7 @@ class ViewRows(LazyRows):
             raise ValueError(f"ViewRows reads contiguous slices only, got step={step}.")
         stop = max(start, stop)
         rows = np.asarray(self.source[start:stop], dtype=np.float32)
-        out = np.asarray(self.view(rows, np.arange(start, stop, dtype=np.int64), self.seed),
-                         dtype=np.float32)
+        out = np.asarray(self.view(rows, self.index[start:stop], self.seed), dtype=np.float32)
         if out.shape != rows.shape:
             raise ValueError(f"a view must return rows of its input's shape {rows.shape}, got "
                              f"{out.shape}.")
