@@ -32,8 +32,8 @@ import numpy as np
 
 from spectralnet_tf import distribute
 from spectralnet_tf.atomic import atomic_file
-from spectralnet_tf.autoencoder import (build_autoencoder, load_ae_weights,
-                                        save_ae_weights, train_autoencoder)
+from spectralnet_tf.autoencoder import (build_autoencoder, equal_invariance_weight,
+                                        load_ae_weights, save_ae_weights, train_autoencoder)
 from spectralnet_tf.centroids import assign, fit_centroids
 from spectralnet_tf.checkpoint import Checkpointer
 from spectralnet_tf.datasets import (DATA_DIR_ENV, MNIST_IMAGE_SHAPE, MNIST_N_TRAIN,
@@ -58,6 +58,13 @@ DEFAULT_SUBSET = {"mnist": None, "infimnist": None, "reuters": 10000}
 INFIMNIST_DEFAULT_N = 300_000
 #: NT-Xent's default temperature (SimCLR's for CIFAR-10).
 TEMPERATURE = 0.5
+#: ``--invariance-weight equal``: the rule, not a number (``equal_invariance_weight``).
+EQUAL = "equal"
+
+
+def invariance_weight(text):
+    """argparse type: a number, or the rule ``equal``."""
+    return EQUAL if text == EQUAL else float(text)
 
 
 def parse_args(argv=None):
@@ -77,11 +84,12 @@ def parse_args(argv=None):
     p.add_argument("--max-shift", type=float, default=0.0,
                    help="MNIST augmentation: move each image by a random offset of up to "
                         "this many pixels along each axis (the committed 60k weights use 2)")
-    p.add_argument("--invariance-weight", type=float, default=0.0,
+    p.add_argument("--invariance-weight", type=invariance_weight, default=0.0,
                    help="digits: also tie each digit's code to that of the digit warped "
                         "afresh each epoch (infinite MNIST's deformation law), told apart "
                         "from the batch's other codes: NT-Xent (SimCLR) with this weight "
-                        "beside the reconstruction loss (0 = off)")
+                        "beside the reconstruction loss (0 = off); 'equal': the weight that "
+                        "makes both terms equal at the start weights")
     p.add_argument("--temperature", type=float, default=TEMPERATURE,
                    help=f"NT-Xent's temperature for --invariance-weight (default {TEMPERATURE})")
     p.add_argument("--init-weights",
@@ -110,7 +118,7 @@ def parse_args(argv=None):
         p.error(f"--max-shift must be >= 0, got {args.max_shift}.")
     if args.max_shift and args.dset == "reuters":
         p.error(f"--max-shift moves images; --dset {args.dset} has none.")
-    if not 0 <= args.invariance_weight < float("inf"):
+    if args.invariance_weight != EQUAL and not 0 <= args.invariance_weight < float("inf"):
         p.error(f"--invariance-weight must be a finite number >= 0, got "
                 f"{args.invariance_weight}.")
     if not 0 < args.temperature < float("inf"):
@@ -201,12 +209,19 @@ def main(argv=None):
             # The file as read, before any weights are written.
             init = {"file": os.path.basename(args.init_weights),
                     "sha256": sha256(args.init_weights)}
+    image_shape = None if args.dset == "reuters" else MNIST_IMAGE_SHAPE
+    deform = partial(redeform, seed=args.seed) if args.invariance_weight else None
+    weight, balance = args.invariance_weight, None
+    if weight == EQUAL:  # at the start weights, so a resumed run computes the same
+        weight, mse0, nt0 = equal_invariance_weight(
+            autoencoder, x, deform, batch_size=args.batch_size, max_shift=args.max_shift,
+            image_shape=image_shape, temperature=args.temperature, seed=args.seed)
+        balance = {"rule": "equal loss terms at the start weights", "mse": mse0,
+                   "nt_xent": nt0}
     history = train_autoencoder(
         autoencoder, x, epochs=args.epochs, batch_size=args.batch_size,
-        learning_rate=args.lr, max_shift=args.max_shift,
-        image_shape=None if args.dset == "reuters" else MNIST_IMAGE_SHAPE,
-        deform=partial(redeform, seed=args.seed) if args.invariance_weight else None,
-        invariance_weight=args.invariance_weight, temperature=args.temperature,
+        learning_rate=args.lr, max_shift=args.max_shift, image_shape=image_shape,
+        deform=deform, invariance_weight=weight, temperature=args.temperature,
         seed=args.seed,
         verbose=0 if args.quiet else 1, checkpointer=checkpointer if chief or args.resume else None,
         strategy=strategy)
@@ -224,9 +239,10 @@ def main(argv=None):
                  "sha256": sha256(data_file) if os.path.exists(data_file) else None},
         "architecture": "-".join(str(d) for d in (x.shape[1], 500, 500, 2000, 10))
         + f" ReLU, linear code, mirrored decoder, {OUTPUT_ACTIVATION[args.dset] or 'linear'} output",
-        "loss": "mse" + (f" + {args.invariance_weight} nt_xent" if args.invariance_weight else ""),
+        "loss": "mse" + (f" + {weight} nt_xent" if weight else ""),
         "max_shift": args.max_shift,
-        "invariance_weight": args.invariance_weight,
+        "invariance_weight": weight,
+        "invariance_balance": balance,
         "temperature": args.temperature if args.invariance_weight else None,
         "init_weights": init,
         "optimizer": f"Adam(lr={args.lr})", "batch_size": args.batch_size,

@@ -163,6 +163,50 @@ def translate_images(batch, max_shift, generator, image_shape):
     return translate(batch, offset, image_shape)
 
 
+def equal_invariance_weight(autoencoder, x, deform, *, batch_size=256, max_shift=0.0,
+                            image_shape=None, temperature=0.5, batches=8, seed=0):
+    """The invariance weight that makes the two loss terms equal at the start:
+    ``W = MSE / NT-Xent``, each the mean over ``batches`` random batches of x
+    as ``train_autoencoder``'s first epoch would see them (moved by
+    ``max_shift`` if set, each second view ``deform(x, 0)``'s row, moved by
+    its own offset), at the autoencoder's present weights.
+
+    Equal terms at initialisation is a rule that fixes the weight without
+    labels: neither term starts out drowning the other, so the codes keep
+    what reconstruction taught them while the invariance term begins to act.
+    Returns ``(W, mse, nt_xent)``."""
+    x = np.asarray(x, dtype=np.float32)
+    for name, value in (("batches", batches), ("batch_size", batch_size)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {name}={value!r}.")
+    if max_shift and (image_shape is None or int(np.prod(image_shape)) != x.shape[1]):
+        raise ValueError(
+            f"max_shift needs the image_shape of x's rows ({x.shape[1]} values each), "
+            f"got image_shape={image_shape!r}.")
+    views = np.asarray(deform(x, 0), dtype=np.float32)
+    if views.shape != x.shape:
+        raise ValueError(f"deform must return an array of x's shape {x.shape}, got shape "
+                         f"{views.shape} for epoch=0.")
+    rng = np.random.default_rng(seed)
+    generator = tf.random.Generator.from_seed(seed)
+    layers = _dense_layers(autoencoder)
+    squared, contrast = [], []
+    for _ in range(batches):
+        rows = rng.choice(len(x), min(batch_size, len(x)), replace=False)
+        batch, second = tf.constant(x[rows]), tf.constant(views[rows])
+        if max_shift:
+            batch = translate_images(batch, max_shift, generator, image_shape)
+            second = translate_images(second, max_shift, generator, image_shape)
+        codes = tf.concat([batch, second], axis=0)
+        for layer in layers[:len(ENCODER_NAMES)]:
+            codes = layer(codes)
+        z1, z2 = codes[:len(rows)], codes[len(rows):]
+        squared.append(float(tf.reduce_mean(tf.square(autoencoder(batch) - batch))))
+        contrast.append(float(nt_xent(z1, z2, temperature)))
+    mse, nt = float(np.mean(squared)), float(np.mean(contrast))
+    return mse / nt, mse, nt
+
+
 def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rate=1e-3,
                       max_shift=0.0, image_shape=None, deform=None,
                       invariance_weight=0.0, temperature=0.5,
