@@ -118,6 +118,8 @@ def test_reuters_layout_loads_with_its_sizes_read_from_the_file(tmp_path):
      "--invariance-weight needs --seed in [0, 65535], got 70000."),
     (["--dset", "infimnist", "--invariance-weight", "-0.5"],
      "--invariance-weight must be a finite number >= 0, got -0.5."),
+    (["--dset", "infimnist", "--invariance-weight", "half"],
+     "argument --invariance-weight: invalid invariance_weight value: 'half'"),
     (["--dset", "infimnist", "--invariance-weight", "nan"],
      "--invariance-weight must be a finite number >= 0, got nan."),
     (["--dset", "infimnist", "--invariance-weight", "1", "--temperature", "0"],
@@ -207,7 +209,7 @@ def test_pretrain_script_starts_from_init_weights_and_records_them(load_script, 
     before = sha256(str(init))
     script = load_script("pretrain_ae")
     common = ["--dset", "infimnist", "--limit", "300", "--epochs", "1", "--quiet",
-              "--invariance-weight", "0.5", "--temperature", "0.2", "--init-weights", str(init)]
+              "--invariance-weight", "equal", "--temperature", "0.2", "--init-weights", str(init)]
     # Learning rate 0: Adam does not move, so the weights written are the ones read.
     provenance = script.main([*common, "--lr", "0", "--out", str(tmp_path / "same.h5"),
                               "--checkpoint-dir", str(tmp_path / "ck")])
@@ -215,8 +217,11 @@ def test_pretrain_script_starts_from_init_weights_and_records_them(load_script, 
         np.testing.assert_array_equal(kernel, k0)
         np.testing.assert_array_equal(bias, b0)
     assert provenance["init_weights"] == {"file": "init.h5", "sha256": before}
-    assert provenance["loss"] == "mse + 0.5 nt_xent"
-    assert (provenance["invariance_weight"], provenance["temperature"]) == (0.5, 0.2)
+    # The rule's weight, from the two terms measured at the file's weights.
+    balance, weight = provenance["invariance_balance"], provenance["invariance_weight"]
+    assert weight == pytest.approx(balance["mse"] / balance["nt_xent"]) and weight > 0
+    assert provenance["loss"] == f"mse + {weight} nt_xent"
+    assert provenance["temperature"] == 0.2
     # The file read is never the file written.
     with pytest.raises(SystemExit, match=r"pretrain_ae\.py: --init-weights .*init\.h5 is the "
                                          r"file this run writes; pass --out another path\."):

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from spectralnet_tf.autoencoder import build_autoencoder, train_autoencoder, translate_images
+from spectralnet_tf.autoencoder import (build_autoencoder, equal_invariance_weight,
+                                        train_autoencoder, translate_images)
 from spectralnet_tf.checkpoint import Checkpointer
 from spectralnet_tf.losses import nt_xent
 
@@ -168,3 +169,34 @@ def test_bad_translation_arguments_are_named(kwargs, message):
     ae, _ = build_autoencoder(20, (8, 8, 8), 2, seed=0)
     with pytest.raises(ValueError, match=message):
         train_autoencoder(ae, np.zeros((10, 20), np.float32), epochs=1, verbose=0, **kwargs)
+
+
+def test_equal_invariance_weight_is_the_ratio_of_the_two_terms_measured_directly():
+    x = _small_x()
+    ae, encoder = build_autoencoder(20, (32, 32, 64), 3, seed=0)
+    # One batch holds every row, so each term is the whole data's, in any order.
+    weight, mse, contrast = equal_invariance_weight(ae, x, _noise_by_epoch, batch_size=300,
+                                                    batches=2, temperature=0.5)
+    expected_mse = float(tf.reduce_mean(tf.square(ae(x) - x)))
+    expected_nt = float(nt_xent(encoder(x), encoder(_noise_by_epoch(x, 0)), 0.5))
+    np.testing.assert_allclose([mse, contrast], [expected_mse, expected_nt], rtol=1e-5)
+    assert weight == pytest.approx(expected_mse / expected_nt, rel=1e-5)
+    # A sharper temperature separates the same codes more: another weight.
+    assert equal_invariance_weight(ae, x, _noise_by_epoch, batch_size=300, batches=1,
+                                   temperature=0.1)[0] != pytest.approx(weight)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"batches": 0}, "batches must be an integer >= 1, got batches=0."),
+    ({"batch_size": 2.5}, "batch_size must be an integer >= 1, got batch_size=2.5."),
+    ({"max_shift": 1.0}, "max_shift needs the image_shape of x's rows (20 values each), "
+                         "got image_shape=None."),
+    ({"deform": lambda x, epoch: x[:, :10]},
+     "deform must return an array of x's shape (300, 20), got shape (300, 10) for epoch=0."),
+])
+def test_equal_invariance_weight_names_bad_arguments(kwargs, message):
+    ae, _ = build_autoencoder(20, (32, 32, 64), 3, seed=0)
+    kwargs = {"deform": _noise_by_epoch, **kwargs}
+    with pytest.raises(ValueError) as err:
+        equal_invariance_weight(ae, _small_x(), **kwargs)
+    assert str(err.value) == message
