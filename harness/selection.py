@@ -112,7 +112,7 @@ def codes(args):
     from spectralnet_tf.distribute import map_rows
     from spectralnet_tf.metrics import acc, nmi
     from spectralnet_tf.resources import sha256
-    from spectralnet_tf.selection import correlation, relative_eigengap
+    from spectralnet_tf.selection import correlation, relative_eigengap, split_stability
     from spectralnet_tf.spectral import cluster_graph
 
     if args.split == "infimnist":  # the first --pool digits of infinite MNIST
@@ -132,22 +132,82 @@ def codes(args):
         w = affinity.graph(z)
         sc, _ = cluster_graph(w, 10, "normalized", random_state=args.seed)
         km = assign(z, fit_centroids(z, 10, args.seed))
+        stability = (split_stability(z, 10, random_state=args.seed)
+                     if args.criterion == "stability" else {})
         trials.append({"params": {"weights": os.path.basename(path), "sha256": sha256(path)[:12]},
-                       **relative_eigengap(w, 10), "acc": acc(y_rows, sc), "nmi": nmi(y_rows, sc),
+                       **relative_eigengap(w, 10), **stability,
+                       "acc": acc(y_rows, sc), "nmi": nmi(y_rows, sc),
                        "kmeans_acc": acc(y_rows, km)})
         print(trials[-1], flush=True)
-    best = int(np.argmax([t["eigengap"] for t in trials]))
+    crit = args.criterion
+    best = int(np.argmax([t[crit] for t in trials]))
     record = {"kind": "select", "dset": "infimnist" if args.split == "infimnist" else "mnist",
               "n": args.n, "seed": args.seed,
               "split": args.split, **({"pool": args.pool} if args.split == "infimnist" else {}),
-              "grid": "codes", "criterion": "eigengap", "trials": trials,
+              "grid": "codes", "criterion": crit, "trials": trials,
               "best_index": best,
-              "correlation": correlation([t["eigengap"] for t in trials], [t["acc"] for t in trials])}
+              "correlation": correlation([t[crit] for t in trials], [t["acc"] for t in trials])}
     print_table(record)
     if not args.no_record:
 
         save_record(f"select-codes-{args.split}" + (f"-{args.tag}" if args.tag else ""),
                     record, group="selection")
+    return record
+
+
+#: The validation grid of code spaces on scikit-learn's 8x8 digits, fixed
+#: before any run: small autoencoders of the VaDE shape, trained for few to
+#: many epochs, with and without 1-pixel shifts, from two seeds.
+DIGITS_CODES_GRID = {"epochs": [5, 25, 100], "max_shift": [0.0, 1.0], "seed": [0, 1]}
+DIGITS_AE_HIDDEN = (256, 256, 512)
+
+
+def digits_codes(args):
+    """Validate the code-space criteria on labelled data other than MNIST:
+    scikit-learn's 8x8 digits, one small autoencoder per setting of
+    ``DIGITS_CODES_GRID``; for each code space the split stability and the
+    eigengap (label-free), and exact spectral clustering's ACC of its code
+    graph (labels, to score the criteria)."""
+    import numpy as np
+    from sklearn.model_selection import ParameterGrid
+
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.autoencoder import build_autoencoder, train_autoencoder
+    from spectralnet_tf.centroids import assign, fit_centroids
+    from spectralnet_tf.datasets import load_dataset
+    from spectralnet_tf.distribute import map_rows
+    from spectralnet_tf.metrics import acc, nmi
+    from spectralnet_tf.selection import correlation, relative_eigengap, split_stability
+    from spectralnet_tf.spectral import cluster_graph
+
+    x, y, k = load_dataset("digits")
+    x = np.asarray(x, np.float32)
+    x = (x - x.min()) / (x.max() - x.min())  # pixels in [0, 1], for the sigmoid output
+    trials = []
+    for params in ParameterGrid(DIGITS_CODES_GRID):
+        ae, encoder = build_autoencoder(x.shape[1], DIGITS_AE_HIDDEN, 10, seed=params["seed"])
+        train_autoencoder(ae, x, epochs=params["epochs"], batch_size=64,
+                          max_shift=params["max_shift"], image_shape=(8, 8),
+                          seed=params["seed"], verbose=0)
+        z = map_rows(encoder, x)
+        w = GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local").fit(
+            z, 1024, seed=args.seed).graph(z)
+        sc, _ = cluster_graph(w, k, "normalized", random_state=args.seed)
+        km = assign(z, fit_centroids(z, k, args.seed))
+        trials.append({"params": dict(params), **relative_eigengap(w, k),
+                       **split_stability(z, k, random_state=args.seed),
+                       "acc": acc(y, sc), "nmi": nmi(y, sc), "kmeans_acc": acc(y, km)})
+        print(trials[-1], flush=True)
+    accs = [t["acc"] for t in trials]
+    record = {"kind": "select", "dset": "digits", "n": len(y), "seed": args.seed,
+              "grid": "digits-codes", "grid_values": DIGITS_CODES_GRID,
+              "hidden": list(DIGITS_AE_HIDDEN), "criterion": "stability", "trials": trials,
+              "best_index": int(np.argmax([t["stability"] for t in trials])),
+              "correlation": correlation([t["stability"] for t in trials], accs),
+              "correlation_eigengap": correlation([t["eigengap"] for t in trials], accs)}
+    print_table(record)
+    if not args.no_record:
+        save_record("select-digits-codes", record, group="selection")
     return record
 
 
@@ -173,8 +233,10 @@ def print_table(record):
 
     crit = record["criterion"]
     names = list(record["trials"][0]["params"])
-    extra = ["lambda_k", "lambda_k1"] if crit == "eigengap" else []
-    codes_ = record["grid"] == "codes"  # exact SC of the code graph, k-means; no training
+    extra = {"eigengap": ["lambda_k", "lambda_k1"],
+             "stability": ["stability_min", "eigengap"]}.get(crit, [])
+    # Exact SC of the code graph, k-means; no SpectralNet training.
+    codes_ = record["grid"] in ("codes", "digits-codes")
     last = ["exact SC ACC", "NMI", "k-means ACC"] if codes_ else ["ACC", "NMI", "epochs", "s"]
     print("| " + " | ".join([*names, crit, *extra, *last]) + " |")
     print("|" + " --- |" * (len(names) + len(extra) + len(last) + 1))
@@ -196,6 +258,10 @@ def print_table(record):
     print(f"\nChosen by {crit} (bold): ACC {record['trials'][record['best_index']]['acc']:.4f}; "
           f"over the {len(accs)} trials ACC ranges {accs[0]:.4f}–{accs[-1]:.4f} "
           f"(median {np.median(accs):.4f}). Correlation of {crit} with ACC: {corr}.")
+    other = record.get("correlation_eigengap")
+    if other and other["spearman"] is not None:
+        print(f"The eigengap with ACC over the same trials: Pearson {other['pearson']:.3f}, "
+              f"Spearman {other['spearman']:.3f}.")
 
 
 def table(args):
@@ -225,9 +291,17 @@ def main(argv=None):
     q.add_argument("--n", type=int, default=10000, help="random digits scored (default 10000)")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--no-record", action="store_true", help="print only")
+    q.add_argument("--criterion", choices=["eigengap", "stability"], default="eigengap",
+                   help="what chooses: the relative eigengap of the code graph (the default, "
+                        "kept for the older records) or its split stability, validated by "
+                        "the digits-codes command")
     q.add_argument("--tag", help="name the record select-codes-SPLIT-TAG (letters, digits, "
                                  "'_', '.', '-'), so that a second comparison on one day "
                                  "keeps the first's record")
+    q = sub.add_parser("digits-codes", help="validate the code-space criteria on "
+                                            "scikit-learn's digits (a fixed grid of autoencoders)")
+    q.add_argument("--seed", type=int, default=0, help="the graphs' and subsets' draws")
+    q.add_argument("--no-record", action="store_true", help="print only")
     for dset in ("digits", "mnist"):
         q = sub.add_parser(dset, help=f"search on {dset}")
         q.add_argument("--grid", choices=sorted(GRIDS), required=True)
@@ -239,6 +313,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.cmd == "table":
         return table(args)
+    if args.cmd == "digits-codes":
+        return digits_codes(args)
     if args.cmd == "codes":
         if not 100 <= args.n <= 60000:
             p.error(f"--n must be in [100, 60000], got {args.n}")

@@ -13,7 +13,7 @@ from sklearn.datasets import make_blobs
 from spectralnet_tf import SpectralNet
 
 from spectralnet_tf.selection import (EigengapCriterion, UnsupervisedSearch, correlation,
-                                      relative_eigengap)
+                                      relative_eigengap, split_stability)
 from spectralnet_tf.spectral import laplacian_matrix
 
 FAST = dict(hidden_units=(32,), max_epochs=2, steps_per_epoch=5, batch_size=128)
@@ -179,6 +179,42 @@ def test_the_script_refuses_a_bad_subset_in_one_line(load_script, capsys):
     assert "--n must be in [100, 70000], got 50" in capsys.readouterr().err
 
 
+def test_split_stability_is_one_for_clusters_and_near_chance_for_one_gaussian():
+    blobs, _ = make_blobs(600, centers=3, n_features=10, cluster_std=0.5, random_state=0)
+    got = split_stability(blobs, 3, pairs=3)
+    assert got["aris"] == [1.0, 1.0, 1.0] and got["stability"] == got["stability_min"] == 1.0
+    # One Gaussian has no 3 clusters: each sample's cuts fall elsewhere.
+    noise = split_stability(np.random.default_rng(0).normal(size=(600, 10)), 3, pairs=3)
+    assert noise["stability"] < 0.3
+    assert noise["stability_min"] == min(noise["aris"])
+    assert noise["stability"] == pytest.approx(np.mean(noise["aris"]))
+    assert split_stability(np.random.default_rng(0).normal(size=(600, 10)), 3,
+                           pairs=3) == noise  # the same draws from the same random_state
+
+
+def test_split_stability_uses_a_copy_of_the_affinity_given():
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+
+    blobs, _ = make_blobs(300, centers=2, n_features=4, random_state=1)
+    affinity = GaussianKNNAffinity(n_nbrs=5, scale="global")
+    assert split_stability(blobs, 2, affinity=affinity, pairs=1)["stability"] == 1.0
+    assert not hasattr(affinity, "scale_")  # the object given is left unfitted
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"k": 0}, "k must be an integer >= 1, got k=0."),
+    ({"pairs": 1.5}, "pairs must be an integer >= 1, got pairs=1.5."),
+    ({"fraction": 0}, "fraction must lie in (0, 1], got fraction=0."),
+    ({"fraction": 0.01}, "fraction=0.01 of 300 rows leaves 3, not more than k=3: too few to "
+                         "cluster."),
+])
+def test_split_stability_names_bad_arguments(kwargs, message):
+    z = np.random.default_rng(0).normal(size=(300, 4))
+    with pytest.raises(ValueError) as err:
+        split_stability(z, **{"k": 3, **kwargs})
+    assert str(err.value) == message
+
+
 def test_autoencoders_are_compared_on_the_same_digits(load_script):
     from spectralnet_tf.resources import pretrained_path, sha256
 
@@ -190,6 +226,14 @@ def test_autoencoders_are_compared_on_the_same_digits(load_script):
     assert [t["params"]["sha256"] for t in record["trials"]] == [sha256(f)[:12] for f in files + files[:1]]
     assert record["best_index"] == int(np.argmax([t["eigengap"] for t in record["trials"]]))
     assert record["correlation"]["trials"] == 3
+    # By split stability: the same digits, the same graphs, another choice rule.
+    by_stability = load_script("selection").main(
+        ["codes", "--split", "train", "--n", "400", "--no-record", "--criterion", "stability",
+         files[1], files[0]])
+    assert by_stability["criterion"] == "stability"
+    assert [t["acc"] for t in by_stability["trials"]] == [second["acc"], first["acc"]]
+    assert by_stability["best_index"] == int(np.argmax(
+        [t["stability"] for t in by_stability["trials"]]))
 
 
 def test_a_tagged_code_comparison_keeps_the_untagged_record(load_script, monkeypatch, tmp_path,
