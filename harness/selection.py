@@ -8,6 +8,8 @@ for the correlation only.
     python scripts/selection.py digits --grid affinity   # neighbours and scale vary (eigengap)
     python scripts/selection.py mnist --n 10000 --grid net
     python scripts/selection.py codes --split all WEIGHTS.h5 ...   # autoencoder recipes
+    python scripts/selection.py codes --split all --criterion stability WEIGHTS.h5 ...
+    python scripts/selection.py digits-codes     # validate the code-space criteria on digits
     python scripts/selection.py table RECORD.json ...
 
 ``--grid net`` varies the architecture (hidden layers, the activation before
@@ -101,7 +103,8 @@ POOL_DEFAULT = 1_000_000
 
 
 def codes(args):
-    """The eigengap of each autoencoder's code graph on the same digits; k-means
+    """The eigengap (and with ``--criterion stability`` the split stability) of
+    each autoencoder's code graph on the same digits; k-means
     and exact spectral clustering ACC beside it, for the record only."""
     import numpy as np
 

@@ -215,6 +215,23 @@ def test_split_stability_names_bad_arguments(kwargs, message):
     assert str(err.value) == message
 
 
+@pytest.mark.slow
+@pytest.mark.research  # the harness command end to end: a dozen exact clusterings
+def test_the_digits_validation_scores_each_code_space_by_both_criteria(load_script,
+                                                                        monkeypatch):
+    selection = load_script("selection")
+    monkeypatch.setattr(selection, "DIGITS_CODES_GRID",
+                        {"epochs": [1], "max_shift": [0.0, 1.0], "seed": [0]})
+    record = selection.main(["digits-codes", "--no-record"])
+    assert [t["params"] for t in record["trials"]] == [
+        {"epochs": 1, "max_shift": 0.0, "seed": 0}, {"epochs": 1, "max_shift": 1.0, "seed": 0}]
+    for t in record["trials"]:
+        assert 0 < t["acc"] <= 1 and -1 <= t["stability_min"] <= t["stability"] <= 1
+        assert t["stability"] == pytest.approx(np.mean(t["aris"])) and len(t["aris"]) == 5
+    assert record["best_index"] == int(np.argmax([t["stability"] for t in record["trials"]]))
+    assert record["correlation"]["trials"] == record["correlation_eigengap"]["trials"] == 2
+
+
 def test_autoencoders_are_compared_on_the_same_digits(load_script):
     from spectralnet_tf.resources import pretrained_path, sha256
 
