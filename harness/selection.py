@@ -102,21 +102,37 @@ def run(args):
 POOL_DEFAULT = 1_000_000
 
 
+def score_codes(z, y, k, seed, stability):
+    """One code space's figures: the relative eigengap of its kNN graph (the
+    mnist config's: 10 neighbours, local scale from the 5th), its split
+    stability if ``stability``, and, for the record only, exact spectral
+    clustering's and k-means' ACC against ``y``."""
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.centroids import assign, fit_centroids
+    from spectralnet_tf.metrics import acc, nmi
+    from spectralnet_tf.selection import relative_eigengap, split_stability
+    from spectralnet_tf.spectral import cluster_graph
+
+    w = GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local").fit(
+        z, 1024, seed=seed).graph(z)
+    sc, _ = cluster_graph(w, k, "normalized", random_state=seed)
+    km = assign(z, fit_centroids(z, k, seed))
+    return {**relative_eigengap(w, k),
+            **(split_stability(z, k, random_state=seed) if stability else {}),
+            "acc": acc(y, sc), "nmi": nmi(y, sc), "kmeans_acc": acc(y, km)}
+
+
 def codes(args):
     """The eigengap (and with ``--criterion stability`` the split stability) of
     each autoencoder's code graph on the same digits; k-means
     and exact spectral clustering ACC beside it, for the record only."""
     import numpy as np
 
-    from spectralnet_tf.affinity import GaussianKNNAffinity
     from spectralnet_tf.autoencoder import load_encoder
-    from spectralnet_tf.centroids import assign, fit_centroids
     from spectralnet_tf.datasets import MNIST_N_TRAIN, infimnist, mnist
     from spectralnet_tf.distribute import map_rows
-    from spectralnet_tf.metrics import acc, nmi
     from spectralnet_tf.resources import sha256
-    from spectralnet_tf.selection import correlation, relative_eigengap, split_stability
-    from spectralnet_tf.spectral import cluster_graph
+    from spectralnet_tf.selection import correlation
 
     if args.split == "infimnist":  # the first --pool digits of infinite MNIST
         source, labels = infimnist(n=args.pool)
@@ -130,17 +146,8 @@ def codes(args):
     trials = []
     for path in args.weights:
         z = map_rows(load_encoder(path), digits)
-        affinity = GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local").fit(
-            z, 1024, seed=args.seed)
-        w = affinity.graph(z)
-        sc, _ = cluster_graph(w, 10, "normalized", random_state=args.seed)
-        km = assign(z, fit_centroids(z, 10, args.seed))
-        stability = (split_stability(z, 10, random_state=args.seed)
-                     if args.criterion == "stability" else {})
         trials.append({"params": {"weights": os.path.basename(path), "sha256": sha256(path)[:12]},
-                       **relative_eigengap(w, 10), **stability,
-                       "acc": acc(y_rows, sc), "nmi": nmi(y_rows, sc),
-                       "kmeans_acc": acc(y_rows, km)})
+                       **score_codes(z, y_rows, 10, args.seed, args.criterion == "stability")})
         print(trials[-1], flush=True)
     crit = args.criterion
     best = int(np.argmax([t[crit] for t in trials]))
@@ -174,14 +181,10 @@ def digits_codes(args):
     import numpy as np
     from sklearn.model_selection import ParameterGrid
 
-    from spectralnet_tf.affinity import GaussianKNNAffinity
     from spectralnet_tf.autoencoder import build_autoencoder, train_autoencoder
-    from spectralnet_tf.centroids import assign, fit_centroids
     from spectralnet_tf.datasets import load_dataset
     from spectralnet_tf.distribute import map_rows
-    from spectralnet_tf.metrics import acc, nmi
-    from spectralnet_tf.selection import correlation, relative_eigengap, split_stability
-    from spectralnet_tf.spectral import cluster_graph
+    from spectralnet_tf.selection import correlation
 
     x, y, k = load_dataset("digits")
     x = np.asarray(x, np.float32)
@@ -192,14 +195,8 @@ def digits_codes(args):
         train_autoencoder(ae, x, epochs=params["epochs"], batch_size=64,
                           max_shift=params["max_shift"], image_shape=(8, 8),
                           seed=params["seed"], verbose=0)
-        z = map_rows(encoder, x)
-        w = GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local").fit(
-            z, 1024, seed=args.seed).graph(z)
-        sc, _ = cluster_graph(w, k, "normalized", random_state=args.seed)
-        km = assign(z, fit_centroids(z, k, args.seed))
-        trials.append({"params": dict(params), **relative_eigengap(w, k),
-                       **split_stability(z, k, random_state=args.seed),
-                       "acc": acc(y, sc), "nmi": nmi(y, sc), "kmeans_acc": acc(y, km)})
+        trials.append({"params": dict(params),
+                       **score_codes(map_rows(encoder, x), y, k, args.seed, stability=True)})
         print(trials[-1], flush=True)
     accs = [t["acc"] for t in trials]
     record = {"kind": "select", "dset": "digits", "n": len(y), "seed": args.seed,

@@ -163,6 +163,25 @@ def translate_images(batch, max_shift, generator, image_shape):
     return translate(batch, offset, image_shape)
 
 
+def _check_image_shape(x, max_shift, image_shape):
+    """Shifts move images: with ``max_shift`` the rows of x must be images of
+    ``image_shape``."""
+    if max_shift and (image_shape is None or int(np.prod(image_shape)) != np.shape(x)[1]):
+        raise ValueError(
+            f"max_shift needs the image_shape of x's rows ({np.shape(x)[1]} values each), "
+            f"got image_shape={image_shape!r}."
+        )
+
+
+def _deformed(deform, x, epoch):
+    """``deform(x, epoch)`` as float32, checked to keep x's shape."""
+    deformed = np.asarray(deform(x, epoch), dtype=np.float32)
+    if deformed.shape != x.shape:
+        raise ValueError(f"deform must return an array of x's shape {x.shape}, got "
+                         f"shape {deformed.shape} for epoch={epoch}.")
+    return deformed
+
+
 def equal_invariance_weight(autoencoder, x, deform, *, batch_size=256, max_shift=0.0,
                             image_shape=None, temperature=0.5, batches=8, seed=0):
     """The invariance weight that makes the two loss terms equal at the start:
@@ -179,14 +198,8 @@ def equal_invariance_weight(autoencoder, x, deform, *, batch_size=256, max_shift
     for name, value in (("batches", batches), ("batch_size", batch_size)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {name}={value!r}.")
-    if max_shift and (image_shape is None or int(np.prod(image_shape)) != x.shape[1]):
-        raise ValueError(
-            f"max_shift needs the image_shape of x's rows ({x.shape[1]} values each), "
-            f"got image_shape={image_shape!r}.")
-    views = np.asarray(deform(x, 0), dtype=np.float32)
-    if views.shape != x.shape:
-        raise ValueError(f"deform must return an array of x's shape {x.shape}, got shape "
-                         f"{views.shape} for epoch=0.")
+    _check_image_shape(x, max_shift, image_shape)
+    views = _deformed(deform, x, 0)
     rng = np.random.default_rng(seed)
     generator = tf.random.Generator.from_seed(seed)
     layers = _dense_layers(autoencoder)
@@ -197,11 +210,14 @@ def equal_invariance_weight(autoencoder, x, deform, *, batch_size=256, max_shift
         if max_shift:
             batch = translate_images(batch, max_shift, generator, image_shape)
             second = translate_images(second, max_shift, generator, image_shape)
-        codes = tf.concat([batch, second], axis=0)
+        codes = tf.concat([batch, second], axis=0)  # both views encoded in one pass
         for layer in layers[:len(ENCODER_NAMES)]:
             codes = layer(codes)
         z1, z2 = codes[:len(rows)], codes[len(rows):]
-        squared.append(float(tf.reduce_mean(tf.square(autoencoder(batch) - batch))))
+        outputs = z1  # only the digits themselves decoded, as in training
+        for layer in layers[len(ENCODER_NAMES):]:
+            outputs = layer(outputs)
+        squared.append(float(tf.reduce_mean(tf.square(outputs - batch))))
         contrast.append(float(nt_xent(z1, z2, temperature)))
     mse, nt = float(np.mean(squared)), float(np.mean(contrast))
     return mse / nt, mse, nt
@@ -243,11 +259,7 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
     strategy = distribute.get(strategy)
     if max_shift < 0:
         raise ValueError(f"max_shift must be >= 0, got max_shift={max_shift!r}.")
-    if max_shift and (image_shape is None or int(np.prod(image_shape)) != np.shape(x)[1]):
-        raise ValueError(
-            f"max_shift needs the image_shape of x's rows ({np.shape(x)[1]} values each), "
-            f"got image_shape={image_shape!r}."
-        )
+    _check_image_shape(x, max_shift, image_shape)
     if deform is not None and not callable(deform):
         raise ValueError(f"deform must be None or a function (x, epoch) -> deformed x, got "
                          f"deform={deform!r}.")
@@ -344,11 +356,7 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
     def epoch_with_views():
         if deform is not None:
             epoch = int(optimizer.iterations.numpy()) // steps
-            deformed = np.asarray(deform(x, epoch), dtype=np.float32)
-            if deformed.shape != x.shape:
-                raise ValueError(f"deform must return an array of x's shape {x.shape}, got "
-                                 f"shape {deformed.shape} for epoch={epoch}.")
-            views_all.assign(deformed)
+            views_all.assign(_deformed(deform, x, epoch))
         return run_epoch()
 
     @tf.function
