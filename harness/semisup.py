@@ -211,9 +211,11 @@ VARIANTS = {
     "+ Siamese (labeled pairs)": {"label_weight": 1.0, "labeled_share": 0.1,
                                    "affinity_embedding": "siamese"},
     # The labels alone in the graph (the affinity's label_strength): off, the
-    # default, and strong enough that the classifier decides nearly everywhere.
+    # default, twice it, and strong enough that the classifier decides nearly
+    # everywhere.
     "label strength 0": {"affinity__label_strength": 0.0},
     "label strength 4": {"affinity__label_strength": 4.0},
+    "label strength 8": {"affinity__label_strength": 8.0},
     "label strength 16": {"affinity__label_strength": 16.0},
 }
 
