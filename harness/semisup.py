@@ -7,6 +7,7 @@
     python scripts/semisup.py cause               # exact spectral clustering with every labeled pair
     python scripts/semisup.py harmonic RECORD.json  # the exact semi-supervised reference per trial
     python scripts/semisup.py harmonic --n 3000 --seeds 100 101   # ... on data of its own, no net
+    python scripts/semisup.py strengths           # the exact reference at each label strength
     python scripts/semisup.py mnist --fractions 0.02 0.01 0.001   # run.py --dset mnist with labels
     python scripts/semisup.py table RECORD.json   # the Markdown table of a record
     python scripts/semisup.py plot RECORD.json --out PNG
@@ -67,15 +68,19 @@ def partial_labels(y, fraction, seed):
     return np.where(rng.uniform(size=len(y)) < fraction, y, -1).astype(np.int64)
 
 
-def sampled_graph(x, seed):
+def sampled_graph(x, seed, known=None, strength=0.0):
     """The estimator's default affinity on all of x as its minibatches sample
     it (``for_full_data``), with the batch the estimator uses after its 10%
-    hold-out: (sparse W, fitted minibatch affinity, batch size)."""
+    hold-out: (sparse W, fitted minibatch affinity, batch size). Given
+    partial labels ``known`` and a ``strength`` > 0, the graph as the label
+    classifier of those labels reshapes it (the affinity's ``fit_labels``)."""
     from spectralnet_tf.affinity import GaussianKNNAffinity
 
     n = len(x)
     m = min(1024, int(0.9 * n))
-    aff = GaussianKNNAffinity().fit(x, batch_size=m, seed=seed)
+    aff = GaussianKNNAffinity(label_strength=strength).fit(x, batch_size=m, seed=seed)
+    if known is not None:
+        aff.fit_labels(x, known, x, seed=seed)
     return aff.for_full_data(n, m).graph(x), aff, m
 
 
@@ -371,6 +376,66 @@ def cmd_harmonic(args):
                 {"records": [os.path.basename(p) for p in args.records]})
 
 
+#: Label strengths that ``strengths`` compares: off, and doublings of 1.
+STRENGTHS = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+
+
+def held_out_brier(x, known, strength, seed):
+    """A label-only score of a strength: over stratified folds of the labeled
+    points (k = min(5, smallest class count), shuffled by ``seed``), the
+    harmonic function of the graph reshaped by the classifier of the other
+    folds' labels, scored on the held-out labels by the Brier score (a
+    point no labeled point reaches counts as 1/2 each way). Lower is
+    better; nothing but the labels a user has goes in."""
+    from sklearn.model_selection import StratifiedKFold
+
+    from spectralnet_tf.spectral import harmonic_scores
+
+    rows = np.flatnonzero(known >= 0)
+    folds = StratifiedKFold(min(5, int(np.bincount(known[rows]).min())), shuffle=True,
+                            random_state=seed)
+    losses = []
+    for _, test in folds.split(rows, known[rows]):
+        train = known.copy()
+        train[rows[test]] = -1
+        f = harmonic_scores(sampled_graph(x, seed, train, strength)[0], train, 2)[rows[test]]
+        f = np.where(np.isnan(f), 0.5, f)
+        losses.append(((f - np.eye(2)[known[rows[test]]]) ** 2).sum(axis=1))
+    return float(np.mean(np.concatenate(losses)))
+
+
+def cmd_strengths(args):
+    """Which label strength the exact reference favours, and whether a
+    label-only criterion finds it: per trial of ``--n`` x ``--settings`` x
+    ``--fractions`` x ``--seeds``, the ACC of the harmonic function of the
+    graph reshaped at each of ``--strengths`` (what SpectralNet's loss says
+    on that graph with the labels held), its held-out Brier score
+    (``held_out_brier``), and the strength that score chooses (the lowest;
+    ties to the weaker strength), beside the two references. Nothing is
+    trained: development seeds by default."""
+    from spectralnet_tf.metrics import acc
+    from spectralnet_tf.spectral import harmonic_labels
+
+    trials = []
+    for fraction in args.fractions:
+        for t, x, y, known in setting_trials(args.n, args.settings, args.seeds, fraction):
+            x = x.astype(np.float32)
+            out = {**t, "labeled": int((known >= 0).sum()),
+                   "supervised_acc": supervised_acc(x, y, known),
+                   "harmonic_acc": harmonic_acc(x, y, known, t["seed"])}
+            out["target"] = target_acc(out)
+            out["reshaped_acc"], out["brier"] = {}, {}
+            for strength in args.strengths:
+                w = sampled_graph(x, t["seed"], known, strength)[0]
+                out["reshaped_acc"][f"{strength:g}"] = round(acc(y, harmonic_labels(w, known, 2)), 4)
+                out["brier"][f"{strength:g}"] = round(held_out_brier(x, known, strength, t["seed"]), 4)
+            out["chosen"] = min(out["brier"], key=out["brier"].get)  # first: the weaker
+            trials.append(out)
+            print(json.dumps(out), flush=True)
+    save_trials("strengths", args.tag or "strengths", args, trials,
+                {"strengths": list(args.strengths)})
+
+
 def cmd_mnist(args):
     """The main job (``run.py --dset mnist``) with each labeled fraction, one
     run at a time in a subprocess with TensorFlow's default threads; each run
@@ -407,6 +472,22 @@ def _groups(trials, keys):
     return groups
 
 
+def _strengths_table(trials):
+    """One row per rule of a ``strengths`` record: each fixed strength, and
+    the held-out Brier score's choice; how many trials its exact reference
+    meets the target in, and by how much it misses where it does not."""
+    rules = [(f"strength {s}", lambda t, s=s: s) for s in trials[0]["reshaped_acc"]]
+    rules.append(("chosen by held-out Brier score", lambda t: t["chosen"]))
+    print(f"{len(trials)} trials. Each row: the harmonic function of the graph reshaped at that "
+          "strength, against each trial's target (max(SVM, harmonic) − 0.005).\n")
+    print("| rule | trials ≥ target | misses by > 0.02 | worst margin | median margin |\n|"
+          + " --- |" * 5)
+    for name, pick in rules:
+        margin = np.array([t["reshaped_acc"][pick(t)] - t["target"] for t in trials])
+        print(f"| {name} | {int((margin >= 0).sum())} of {len(trials)} | "
+              f"{int((margin < -0.02).sum())} | {margin.min():+.3f} | {np.median(margin):+.3f} |")
+
+
 def cmd_table(args):
     with open(args.record) as f:
         record = json.load(f)
@@ -439,6 +520,9 @@ def cmd_table(args):
                 cells += [" ".join(f"{a:.3f}" for a in accs), f"{min(accs):.4f}"]
             cells.append(" / ".join(str(sum(t[k] >= 0.95 for t in group)) for k, _ in refs))
             print("| " + " | ".join(str(c) for c in cells) + " |")
+        return
+    if record["kind"] == "strengths":
+        _strengths_table(record["trials"])
         return
     if record["kind"] == "mnist":
         rate = record["matmul_gflops"]
@@ -557,6 +641,15 @@ def main(argv=None):
             q.add_argument("--seeds", type=int, nargs="+", default=DEV_SEEDS)
             q.add_argument("--fraction", type=float, default=0.02, help="labeled fraction")
             q.epilog = "--n, --settings, --seeds and --fraction apply without records only."
+    q = sub.add_parser("strengths", help="the exact reference at each label strength")
+    q.add_argument("--n", type=int, nargs="+", default=[1500])
+    q.add_argument("--settings", type=_setting, nargs="+", default=SETTINGS,
+                   help="OUTER_RADIUS/NOISE pairs")
+    q.add_argument("--seeds", type=int, nargs="+", default=DEV_SEEDS)
+    q.add_argument("--fractions", type=float, nargs="+", default=[0.01, 0.02, 0.05])
+    q.add_argument("--strengths", type=float, nargs="+", default=list(STRENGTHS))
+    q.add_argument("--tag", default=None)
+    q.add_argument("--results", default=os.path.join(ROOT, "benchmarks", "results"))
     q = sub.add_parser("mnist")
     q.add_argument("--fractions", type=float, nargs="+", default=[0.0, 0.001, 0.01, 0.02],
                    help="labeled fractions (0: the unsupervised run)")
@@ -571,7 +664,7 @@ def main(argv=None):
     q.add_argument("--out", required=True)
     args = p.parse_args(argv)
     {"grid": cmd_grid, "ablate": cmd_ablate, "cause": cmd_cause, "arcs": cmd_arcs,
-     "harmonic": cmd_harmonic, "mnist": cmd_mnist,
+     "harmonic": cmd_harmonic, "strengths": cmd_strengths, "mnist": cmd_mnist,
      "table": cmd_table, "plot": cmd_plot}[args.command](args)
 
 

@@ -79,7 +79,7 @@ class GaussianAffinity(BaseEstimator):
         Distances are taken between ``embedding(x)`` (e.g. a Siamese net).
         Inside ``SpectralNet`` leave it None: the estimator's
         ``affinity_embedding`` sets it on the fitted copy ``affinity_``.
-    label_strength : float, default=4.0
+    label_strength : float, default=8.0
         Semi-supervised only (``fit_labels``, which ``SpectralNet.fit`` calls
         with ``partial_labels``): how far a classifier of the labeled points
         alone reshapes the graph. An RBF SVM of those points (C and gamma by
@@ -99,7 +99,7 @@ class GaussianAffinity(BaseEstimator):
     """
 
     def __init__(self, scale_nbr=3, scale="global", embedding=None, n_scale_batches=10,
-                 label_strength=4.0):
+                 label_strength=8.0):
         self.scale_nbr = scale_nbr
         self.scale = scale
         self.embedding = embedding
@@ -330,7 +330,7 @@ class GaussianKNNAffinity(GaussianAffinity):
     """
 
     def __init__(self, n_nbrs=10, scale_nbr=3, scale="global", embedding=None, n_scale_batches=10,
-                 label_strength=4.0):
+                 label_strength=8.0):
         super().__init__(scale_nbr, scale, embedding, n_scale_batches, label_strength)
         self.n_nbrs = n_nbrs
 

@@ -181,8 +181,17 @@ def harmonic_labels(w, partial_labels, n_clusters):
     ``partial_labels`` holds a class in [0, n_clusters) or -1 (unlabeled).
     ``w`` is symmetrized, ``(w + w^T) / 2``. Labeled points keep their
     label; points of a connected component without a labeled point get -1.
-    Sparse direct solve (SuperLU).
+    Sparse direct solve (SuperLU); ``harmonic_scores`` gives f itself.
     """
+    f = harmonic_scores(w, partial_labels, n_clusters)
+    return np.where(np.isnan(f[:, 0]), -1, np.nan_to_num(f).argmax(axis=1))
+
+
+def harmonic_scores(w, partial_labels, n_clusters):
+    """The harmonic function f of ``harmonic_labels``, shape (n, n_clusters):
+    one-hot on the labeled points; on an unlabeled point, the probability
+    that a random walk on ``w`` from it first reaches a point of each class
+    (the rows sum to 1); NaN in components without a labeled point."""
     w = sp.csr_matrix(w, dtype=np.float64)  # SuperLU solves in the matrix's dtype
     w = 0.5 * (w + w.T)  # the same quadratic form f^T L f as w
     w.eliminate_zeros()  # connected_components would count a stored zero as an edge
@@ -192,12 +201,12 @@ def harmonic_labels(w, partial_labels, n_clusters):
         raise ValueError("partial_labels must label at least one point, got only -1.")
     _, component = connected_components(w, directed=False)
     reached = np.isin(component, component[labels >= 0])
-    out = np.where(reached, labels, -1)
+    fixed = np.flatnonzero(labels >= 0)
+    f = np.full((n, n_clusters), np.nan)
+    f[fixed] = np.eye(n_clusters)[labels[fixed]]
     free = np.flatnonzero(reached & (labels < 0))
     if free.size:
-        fixed = np.flatnonzero(labels >= 0)
         rows = laplacian_matrix(w).tocsr()[free]
-        rhs = -(rows[:, fixed] @ np.eye(n_clusters)[labels[fixed]])
-        f = scipy.sparse.linalg.splu(rows[:, free].tocsc()).solve(np.asarray(rhs))
-        out[free] = f.argmax(axis=1)
-    return out
+        rhs = -(rows[:, fixed] @ f[fixed])
+        f[free] = scipy.sparse.linalg.splu(rows[:, free].tocsc()).solve(np.asarray(rhs))
+    return f

@@ -422,7 +422,7 @@ def test_the_saved_parameters_are_json_with_the_parts_by_class(tmp_path):
     assert state["format"] == 3
     assert state["params"]["affinity"] == {"class": "GaussianKNNAffinity", "params": {
         "n_nbrs": 4, "scale_nbr": 3, "scale": "local", "n_scale_batches": 10,
-        "label_strength": 4.0}}
+        "label_strength": 8.0}}
     assert state["params"]["affinity_embedding"] is None
 
 

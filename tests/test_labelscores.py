@@ -116,7 +116,7 @@ def test_fit_extends_the_affinity_only_with_labels_of_two_classes_and_a_strength
     scores = net.affinity_.label_scores_
     assert isinstance(scores, LabelScores) and net.affinity_.embedder() is scores
     assert net.affinity_.embedding is None  # a parameter: fit leaves it as it was
-    assert scores.strength == 4.0 and scores.base is None
+    assert scores.strength == 8.0 and scores.base is None  # the default
     assert scores.classifier is net.affinity_.label_classifier_
     assert scores.scale == net.affinity_.scale_
     assert net.affinity_.embed_all(x[:7]).shape == (7, 3)
@@ -126,7 +126,7 @@ def test_fit_extends_the_affinity_only_with_labels_of_two_classes_and_a_strength
         net.set_params(**params).fit(x, partial_labels=labels)
         assert net.affinity_.embedder() is None
         assert not hasattr(net.affinity_, "label_scores_")
-        net.set_params(affinity__label_strength=4.0)
+        net.set_params(affinity__label_strength=8.0)
     with pytest.raises(ValueError, match=r"label_strength must be a number >= 0, got "
                                          r"label_strength=-1"):
         SpectralNet(2).set_params(affinity__label_strength=-1).fit(x, partial_labels=known)

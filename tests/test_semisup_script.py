@@ -1,5 +1,6 @@
 """scripts/semisup.py reads its committed records back into the tables of BENCHMARKS.md."""
 
+import json
 import os
 import subprocess
 import sys
@@ -151,3 +152,24 @@ def test_grid_table_sets_each_seed_against_the_better_reference(tmp_path, capsys
     # Seed 0 clears max(SVM, harmonic) - 0.005 = 0.967; seed 1 falls short of 0.961.
     assert ("| 1500 | 1.5 | 0.11 | 0.01 | 0.9885 | 0 1 | 0.970 0.960 | 0.9600 | 0.700 0.700 "
             "| 0.900 0.966 | 0.972 0.800 | 0.967 0.961 | 1 of 2 | 10 | 1.00 |") in out
+
+
+def test_strengths_scores_each_strength_by_held_out_labels_and_renders(tmp_path, load_script):
+    from harness.semisup import held_out_brier, rings_and_labels
+
+    semisup = load_script("semisup")
+    semisup.main(["strengths", "--n", "300", "--settings", "2.0/0.05", "--seeds", "0",
+                  "--fractions", "0.1", "--strengths", "0", "8", "--results", str(tmp_path)])
+    (path,) = tmp_path.glob("*strengths*.json")
+    (trial,) = json.loads(path.read_text())["trials"]
+    # Rings this far apart: every graph and every held-out label is right.
+    assert trial["reshaped_acc"] == {"0": 1.0, "8": 1.0}
+    assert trial["chosen"] == min(trial["brier"], key=trial["brier"].get)
+    x, _, known = rings_and_labels(300, 2.0, 0.05, 0, 0.1)
+    assert trial["brier"]["0"] == round(held_out_brier(x.astype(np.float32), known, 0.0, 0), 4) < 0.05
+    # Labels that contradict the rings cannot be predicted from the others.
+    flipped = np.where(known >= 0, np.arange(len(known)) % 2, -1)
+    assert held_out_brier(x.astype(np.float32), flipped, 0.0, 0) > 0.4
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
+                          str(path)], capture_output=True, text=True, check=True).stdout
+    assert "| strength 8 | 1 of 1 | 0 |" in out and "| chosen by held-out Brier score | 1 of 1 |" in out

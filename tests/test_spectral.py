@@ -5,8 +5,8 @@ import scipy.sparse as sp
 from spectralnet_tf.affinity import GaussianKNNAffinity
 from spectralnet_tf.datasets import load_dataset
 from spectralnet_tf.metrics import acc
-from spectralnet_tf.spectral import (edge_purity, harmonic_labels, laplacian_matrix,
-                                     smallest_eigenvectors, spectral_clustering)
+from spectralnet_tf.spectral import (edge_purity, harmonic_labels, harmonic_scores,
+                                     laplacian_matrix, smallest_eigenvectors, spectral_clustering)
 
 
 def test_exact_spectral_clustering_separates_nested_cs():
@@ -120,6 +120,19 @@ def test_harmonic_labels_leave_unreached_components_unlabeled_and_refuse_no_labe
         harmonic_labels(w, [-1] * 5, 2)
     with pytest.raises(ValueError, match=r"partial_labels\[1\]=2"):
         harmonic_labels(w, [0, 2, -1, -1, -1], 2)
+
+
+def test_harmonic_scores_are_the_walk_probabilities_and_nan_where_unreached():
+    # The chain of the weak-edge test: the chance of reaching node 5 before
+    # node 0 is the resistance from node 0 over the total, 104.
+    w = np.zeros((7, 7))
+    for i in range(5):
+        w[i, i + 1] = w[i + 1, i] = 0.01 if i == 1 else 1.0
+    f = harmonic_scores(w, [0, -1, -1, -1, -1, 1, -1], 2)  # node 6 is alone
+    np.testing.assert_allclose(f[:6, 1], np.array([0, 1, 101, 102, 103, 104]) / 104)
+    np.testing.assert_allclose(f[:6].sum(axis=1), 1.0)
+    assert np.isnan(f[6]).all()
+    assert harmonic_labels(w, [0, -1, -1, -1, -1, 1, -1], 2).tolist() == [0, 0, 1, 1, 1, 1, -1]
 
 
 def test_edge_purity_is_each_points_weight_to_its_own_label():
