@@ -380,13 +380,31 @@ def cmd_harmonic(args):
 STRENGTHS = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 
 
-def held_out_brier(x, known, strength, seed):
-    """A label-only score of a strength: over stratified folds of the labeled
-    points (k = min(5, smallest class count), shuffled by ``seed``), the
-    harmonic function of the graph reshaped by the classifier of the other
-    folds' labels, scored on the held-out labels by the Brier score (a
-    point no labeled point reaches counts as 1/2 each way). Lower is
-    better; nothing but the labels a user has goes in."""
+def reshaped_graphs(x, seed, known, strengths):
+    """``sampled_graph(x, seed, known, strength)[0]`` for each of
+    ``strengths``, with the label classifier fitted once: only its weight
+    in the coordinates changes (strength 0 adds zero columns: the graph
+    without labels)."""
+    from spectralnet_tf.labelscores import LabelScores
+
+    _, aff, m = sampled_graph(x, seed, known, 1.0)
+    full = aff.for_full_data(len(x), m)
+    graphs = {}
+    for strength in strengths:
+        full.label_scores_ = LabelScores(None, aff.label_classifier_, strength,
+                                         aff.label_scores_.scale)
+        graphs[strength] = full.graph(x)
+    return graphs
+
+
+def held_out_brier(x, known, strengths, seed):
+    """A label-only score of each strength: over stratified folds of the
+    labeled points (k = min(5, smallest class count), shuffled by
+    ``seed``), the harmonic function of the graph reshaped by the
+    classifier of the other folds' labels, scored on the held-out labels by
+    the Brier score (a point no labeled point reaches counts as 1/2 each
+    way). Lower is better; nothing but the labels a user has goes in.
+    Returns {strength: score}."""
     from sklearn.model_selection import StratifiedKFold
 
     from spectralnet_tf.spectral import harmonic_scores
@@ -394,14 +412,15 @@ def held_out_brier(x, known, strength, seed):
     rows = np.flatnonzero(known >= 0)
     folds = StratifiedKFold(min(5, int(np.bincount(known[rows]).min())), shuffle=True,
                             random_state=seed)
-    losses = []
+    losses = {strength: [] for strength in strengths}
     for _, test in folds.split(rows, known[rows]):
         train = known.copy()
         train[rows[test]] = -1
-        f = harmonic_scores(sampled_graph(x, seed, train, strength)[0], train, 2)[rows[test]]
-        f = np.where(np.isnan(f), 0.5, f)
-        losses.append(((f - np.eye(2)[known[rows[test]]]) ** 2).sum(axis=1))
-    return float(np.mean(np.concatenate(losses)))
+        for strength, w in reshaped_graphs(x, seed, train, strengths).items():
+            f = harmonic_scores(w, train, 2)[rows[test]]
+            f = np.where(np.isnan(f), 0.5, f)
+            losses[strength].append(((f - np.eye(2)[known[rows[test]]]) ** 2).sum(axis=1))
+    return {strength: float(np.mean(np.concatenate(v))) for strength, v in losses.items()}
 
 
 def cmd_strengths(args):
@@ -424,11 +443,11 @@ def cmd_strengths(args):
                    "supervised_acc": supervised_acc(x, y, known),
                    "harmonic_acc": harmonic_acc(x, y, known, t["seed"])}
             out["target"] = target_acc(out)
-            out["reshaped_acc"], out["brier"] = {}, {}
-            for strength in args.strengths:
-                w = sampled_graph(x, t["seed"], known, strength)[0]
-                out["reshaped_acc"][f"{strength:g}"] = round(acc(y, harmonic_labels(w, known, 2)), 4)
-                out["brier"][f"{strength:g}"] = round(held_out_brier(x, known, strength, t["seed"]), 4)
+            graphs = reshaped_graphs(x, t["seed"], known, args.strengths)
+            brier = held_out_brier(x, known, args.strengths, t["seed"])
+            out["reshaped_acc"] = {f"{s:g}": round(acc(y, harmonic_labels(w, known, 2)), 4)
+                                   for s, w in graphs.items()}
+            out["brier"] = {f"{s:g}": round(brier[s], 4) for s in args.strengths}
             out["chosen"] = min(out["brier"], key=out["brier"].get)  # first: the weaker
             trials.append(out)
             print(json.dumps(out), flush=True)

@@ -166,10 +166,11 @@ def test_strengths_scores_each_strength_by_held_out_labels_and_renders(tmp_path,
     assert trial["reshaped_acc"] == {"0": 1.0, "8": 1.0}
     assert trial["chosen"] == min(trial["brier"], key=trial["brier"].get)
     x, _, known = rings_and_labels(300, 2.0, 0.05, 0, 0.1)
-    assert trial["brier"]["0"] == round(held_out_brier(x.astype(np.float32), known, 0.0, 0), 4) < 0.05
+    x = x.astype(np.float32)
+    assert trial["brier"]["0"] == round(held_out_brier(x, known, [0.0], 0)[0.0], 4) < 0.05
     # Labels that contradict the rings cannot be predicted from the others.
     flipped = np.where(known >= 0, np.arange(len(known)) % 2, -1)
-    assert held_out_brier(x.astype(np.float32), flipped, 0.0, 0) > 0.4
+    assert held_out_brier(x, flipped, [0.0], 0)[0.0] > 0.4
     out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
                           str(path)], capture_output=True, text=True, check=True).stdout
     assert "| strength 8 | 1 of 1 | 0 |" in out and "| chosen by held-out Brier score | 1 of 1 |" in out
