@@ -154,6 +154,8 @@ def test_grid_table_sets_each_seed_against_the_better_reference(tmp_path, capsys
             "| 0.900 0.966 | 0.972 0.800 | 0.967 0.961 | 1 of 2 | 10 | 1.00 |") in out
 
 
+@pytest.mark.slow  # a harness command end to end (about 10 s)
+@pytest.mark.research
 def test_strengths_scores_each_strength_by_held_out_labels_and_renders(tmp_path, load_script):
     from harness.semisup import held_out_brier, rings_and_labels
 
