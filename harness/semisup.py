@@ -68,20 +68,25 @@ def partial_labels(y, fraction, seed):
     return np.where(rng.uniform(size=len(y)) < fraction, y, -1).astype(np.int64)
 
 
-def sampled_graph(x, seed, known=None, strength=0.0):
-    """The estimator's default affinity on all of x as its minibatches sample
-    it (``for_full_data``), with the batch the estimator uses after its 10%
-    hold-out: (sparse W, fitted minibatch affinity, batch size). Given
-    partial labels ``known`` and a ``strength`` > 0, the graph as the label
-    classifier of those labels reshapes it (the affinity's ``fit_labels``)."""
+def sampled_affinity(x, seed, known=None, strength=0.0):
+    """The estimator's default affinity fitted on x with the batch the
+    estimator uses after its 10% hold-out: (fitted minibatch affinity, batch
+    size). Given partial labels ``known`` and a ``strength`` > 0, its label
+    classifier of those labels too (the affinity's ``fit_labels``)."""
     from spectralnet_tf.affinity import GaussianKNNAffinity
 
-    n = len(x)
-    m = min(1024, int(0.9 * n))
+    m = min(1024, int(0.9 * len(x)))
     aff = GaussianKNNAffinity(label_strength=strength).fit(x, batch_size=m, seed=seed)
     if known is not None:
         aff.fit_labels(x, known, x, seed=seed)
-    return aff.for_full_data(n, m).graph(x), aff, m
+    return aff, m
+
+
+def sampled_graph(x, seed, known=None, strength=0.0):
+    """``sampled_affinity``'s graph on all of x as its minibatches sample it
+    (``for_full_data``): (sparse W, fitted minibatch affinity, batch size)."""
+    aff, m = sampled_affinity(x, seed, known, strength)
+    return aff.for_full_data(len(x), m).graph(x), aff, m
 
 
 def harmonic_acc(x, y, known, seed):
@@ -382,12 +387,12 @@ STRENGTHS = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 
 def reshaped_graphs(x, seed, known, strengths):
     """``sampled_graph(x, seed, known, strength)[0]`` for each of
-    ``strengths``, with the label classifier fitted once: only its weight
-    in the coordinates changes (strength 0 adds zero columns: the graph
-    without labels)."""
+    ``strengths``, with the affinity and its label classifier fitted once:
+    only the classifier's weight in the coordinates changes (strength 0 adds
+    zero columns: the graph without labels)."""
     from spectralnet_tf.labelscores import LabelScores
 
-    _, aff, m = sampled_graph(x, seed, known, 1.0)
+    aff, m = sampled_affinity(x, seed, known, 1.0)
     full = aff.for_full_data(len(x), m)
     graphs = {}
     for strength in strengths:
