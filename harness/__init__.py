@@ -12,3 +12,5 @@ import os
 # TensorFlow's C++ info lines (oneDNN, CPU features) would precede every
 # command's output; set before any harness module imports TensorFlow.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import spectralnet_tf  # noqa: E402  its TensorFlow CPU defaults, before TensorFlow starts

@@ -46,7 +46,8 @@ def vector_isa(flags):
 
 
 def machine():
-    """One line: architecture, CPU model, cores, memory, TensorFlow version."""
+    """One line: architecture, CPU model, cores, memory, TensorFlow version
+    and its CPU settings."""
     import tensorflow as tf
 
     with open("/proc/meminfo") as f:
@@ -60,7 +61,19 @@ def machine():
                 flags = set(line.split(":", 1)[1].split())
                 break
     return (f"{platform.machine()}, {cpu}{vector_isa(flags)}, {os.cpu_count()} cores, "
-            f"{mem_gib:.0f} GiB, CPU only, TF {tf.__version__}")
+            f"{mem_gib:.0f} GiB, CPU only, TF {tf.__version__}{cpu_settings()}")
+
+
+def cpu_settings(environ=None):
+    """TensorFlow's CPU settings as this process was started with them, as
+    ", oneDNN on, BFC pool" (they change speed, and oneDNN the rounding): an
+    unset variable is TensorFlow's own default and is not named."""
+    environ = os.environ if environ is None else environ
+    said = {"0": "oneDNN off", "1": "oneDNN on"}.get(environ.get("TF_ENABLE_ONEDNN_OPTS"))
+    said = [said] if said else []
+    if environ.get("TF_CPU_ALLOCATOR_USE_BFC", "").lower() in ("1", "true"):
+        said.append("BFC pool")
+    return "".join(f", {part}" for part in said)
 
 
 def matmul_rate(n=2048, dtype=None, repeats=20):

@@ -7,10 +7,19 @@ usual. Loading ``embedder.keras`` with plain ``keras.models.load_model`` needs
 the ``Orthonorm`` layer registered with Keras: it is once anything of the
 estimator is imported (or ``spectralnet_tf.Orthonorm`` touched), and at once
 here when Keras is already imported.
+
+Importing the package sets two of TensorFlow's CPU settings where they are
+unset and TensorFlow is not yet imported (``hardware.tensorflow_cpu_defaults``:
+oneDNN on, the BFC memory pool); set ``TF_ENABLE_ONEDNN_OPTS`` or
+``TF_CPU_ALLOCATOR_USE_BFC`` yourself to choose otherwise.
 """
 
 import importlib
 import sys
+
+from .hardware import tensorflow_cpu_defaults
+
+tensorflow_cpu_defaults()  # before anything imports TensorFlow
 
 #: Public name -> the submodule that defines it. Add new exports here.
 _EXPORTS = {

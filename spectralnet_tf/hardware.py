@@ -3,9 +3,15 @@
 ``dtype_policy="auto"`` asks this module: bfloat16 pays only on units that
 multiply in it. A CPU without them (AVX2 alone, or AVX-512 without BF16)
 emulates bfloat16 matmuls and runs them slower than float32.
+
+``tensorflow_cpu_defaults`` sets, before TensorFlow starts, the two CPU
+settings SpectralNet's training runs faster with (``import spectralnet_tf``
+calls it).
 """
 
 import functools
+import os
+import sys
 
 #: /proc/cpuinfo flags of CPU units that multiply bfloat16 natively.
 CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
@@ -24,6 +30,28 @@ def cpu_flags(path="/proc/cpuinfo"):
     except OSError:
         pass
     return set()
+
+
+#: TensorFlow's CPU settings, set where the user has not set them:
+#: oneDNN's kernels (TensorFlow's default only on CPUs with AVX-512 VNNI,
+#: BF16 or AMX, off on AVX2 alone), and the BFC memory pool for CPU tensors
+#: instead of a fresh allocation for each op's buffers (without oneDNN, much
+#: of a step's time went to page faults). SpectralNet's minibatch affinities
+#: allocate several m×m buffers every step.
+CPU_DEFAULTS = {"TF_ENABLE_ONEDNN_OPTS": "1", "TF_CPU_ALLOCATOR_USE_BFC": "true"}
+
+
+def tensorflow_cpu_defaults(environ=None):
+    """Set ``CPU_DEFAULTS`` in ``environ`` (default ``os.environ``) where a
+    variable is unset, and only while TensorFlow is not yet imported: it reads
+    oneDNN's at import, so a value set later would be written but not used.
+    A variable the user set, to any value, is kept. Returns the variables set."""
+    environ = os.environ if environ is None else environ
+    if "tensorflow" in sys.modules:
+        return {}
+    unset = {var: value for var, value in CPU_DEFAULTS.items() if var not in environ}
+    environ.update(unset)
+    return unset
 
 
 @functools.lru_cache(maxsize=None)

@@ -59,6 +59,40 @@ def test_auto_dtype_policy_follows_the_hardwares_bfloat16_units(monkeypatch, tmp
         assert model.get_layer("dense_out").dtype_policy.name == "float32"
 
 
+def test_cpu_defaults_fill_only_unset_variables_and_only_before_tensorflow(monkeypatch):
+    import sys
+
+    from spectralnet_tf import hardware
+
+    monkeypatch.delitem(sys.modules, "tensorflow")  # as if not yet imported
+    environ = {"TF_ENABLE_ONEDNN_OPTS": "0"}  # the user's choice stays
+    assert hardware.tensorflow_cpu_defaults(environ) == {"TF_CPU_ALLOCATOR_USE_BFC": "true"}
+    assert environ == {"TF_ENABLE_ONEDNN_OPTS": "0", "TF_CPU_ALLOCATOR_USE_BFC": "true"}
+    environ = {}
+    assert hardware.tensorflow_cpu_defaults(environ) == hardware.CPU_DEFAULTS == environ
+    monkeypatch.setitem(sys.modules, "tensorflow", object())  # already imported: too late
+    environ = {}
+    assert hardware.tensorflow_cpu_defaults(environ) == {} and environ == {}
+
+
+def test_importing_the_package_first_turns_on_tensorflows_onednn():
+    import os
+    import subprocess
+    import sys
+
+    from spectralnet_tf import hardware
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in (*hardware.CPU_DEFAULTS, "TF_CPP_MIN_LOG_LEVEL")}
+    done = subprocess.run(
+        [sys.executable, "-c", "import os, spectralnet_tf, tensorflow\n"
+         "print(os.environ['TF_ENABLE_ONEDNN_OPTS'], os.environ['TF_CPU_ALLOCATOR_USE_BFC'])"],
+        capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "true"]
+    assert "oneDNN custom operations are on" in done.stderr  # TensorFlow's own word
+
+
 def test_cpu_without_bf16_flags_has_no_bfloat16_units(monkeypatch):
     import tensorflow as tf
 

@@ -101,6 +101,16 @@ def test_the_machine_line_names_the_vector_units(bench):
     assert vector_isa({"sse4_2"}) == ""
 
 
+def test_the_machine_line_names_tensorflows_cpu_settings_that_were_set():
+    from harness.records import cpu_settings
+
+    assert cpu_settings({"TF_ENABLE_ONEDNN_OPTS": "1", "TF_CPU_ALLOCATOR_USE_BFC": "true"}) == (
+        ", oneDNN on, BFC pool")
+    assert cpu_settings({"TF_ENABLE_ONEDNN_OPTS": "0", "TF_CPU_ALLOCATOR_USE_BFC": "false"}) == (
+        ", oneDNN off")
+    assert cpu_settings({}) == ""  # TensorFlow's own defaults: not named
+
+
 def test_a_record_names_the_tree_its_process_started_from(tmp_path, monkeypatch):
     # A long run's record is written at its end, when the tree may have moved on.
     from harness import records
