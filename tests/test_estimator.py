@@ -232,7 +232,7 @@ def _noisy_circles(seed, labeled_fraction):
 def _noisy_circles_fit(seed, labeled_fraction):
     x, y, k, known = _noisy_circles(seed, labeled_fraction)
     net = SpectralNet(k, random_state=seed, **NOISY_CIRCLES_FAST)
-    return acc(y, net.fit(x, partial_labels=known if labeled_fraction else None).labels_)
+    return acc(y, net.fit(x, partial_labels=known).labels_)
 
 
 def _references(seed, labeled_fraction):
@@ -255,9 +255,15 @@ def test_two_percent_labels_do_at_least_as_well_as_labels_or_graph_alone(seed):
     assert _noisy_circles_fit(seed, 0.02) >= max(svm, harmonic) - 0.005
 
 
-@pytest.mark.slow
 def test_without_labels_the_same_noisy_circles_are_cut_wrongly():
-    assert _noisy_circles_fit(0, 0.0) < 0.8  # measured 0.509
+    # So the labels are what the test above measures. Without labels the net
+    # follows the eigenvectors of its graph (the nested-Cs test; a fit here
+    # measured 0.509); exact spectral clustering of that graph, the default
+    # affinity's, cuts these circles just as wrongly.
+    x, y, k, _ = _noisy_circles(0, 0.0)
+    plan = SpectralNet(k, **NOISY_CIRCLES_FAST).plan(*x.shape)
+    labels, _ = spectral_clustering(x, k, plan.affinity.fit(x, plan.batch_size))
+    assert acc(y, labels) < 0.8  # measured 0.501
 
 
 def test_groups_reach_the_siamese_pairs_aligned_with_the_training_rows(monkeypatch):
