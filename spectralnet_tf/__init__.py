@@ -8,10 +8,9 @@ the ``Orthonorm`` layer registered with Keras: it is once anything of the
 estimator is imported (or ``spectralnet_tf.Orthonorm`` touched), and at once
 here when Keras is already imported.
 
-Importing the package sets two of TensorFlow's CPU settings where they are
-unset and TensorFlow is not yet imported (``hardware.tensorflow_cpu_defaults``:
-oneDNN on, the BFC memory pool); set ``TF_ENABLE_ONEDNN_OPTS`` or
-``TF_CPU_ALLOCATOR_USE_BFC`` yourself to choose otherwise.
+Importing the package turns on TensorFlow's oneDNN CPU kernels where
+``TF_ENABLE_ONEDNN_OPTS`` is unset and TensorFlow is not yet imported
+(``hardware.tensorflow_cpu_defaults``); set it yourself to choose otherwise.
 """
 
 import importlib

@@ -4,9 +4,9 @@
 multiply in it. A CPU without them (AVX2 alone, or AVX-512 without BF16)
 emulates bfloat16 matmuls and runs them slower than float32.
 
-``tensorflow_cpu_defaults`` sets, before TensorFlow starts, the two CPU
-settings SpectralNet's training runs faster with (``import spectralnet_tf``
-calls it).
+``tensorflow_cpu_defaults`` turns on, before TensorFlow starts, oneDNN's
+CPU kernels, which SpectralNet's training runs faster with
+(``import spectralnet_tf`` calls it).
 """
 
 import functools
@@ -32,13 +32,12 @@ def cpu_flags(path="/proc/cpuinfo"):
     return set()
 
 
-#: TensorFlow's CPU settings, set where the user has not set them:
-#: oneDNN's kernels (TensorFlow's default only on CPUs with AVX-512 VNNI,
-#: BF16 or AMX, off on AVX2 alone), and the BFC memory pool for CPU tensors
-#: instead of a fresh allocation for each op's buffers (without oneDNN, much
-#: of a step's time went to page faults). SpectralNet's minibatch affinities
-#: allocate several m×m buffers every step.
-CPU_DEFAULTS = {"TF_ENABLE_ONEDNN_OPTS": "1", "TF_CPU_ALLOCATOR_USE_BFC": "true"}
+#: TensorFlow's CPU settings, set where the user has not set them: oneDNN's
+#: kernels, which TensorFlow turns on by itself only on CPUs with AVX-512
+#: VNNI, BF16 or AMX and leaves off on AVX2 alone. Without them, on an AVX2
+#: CPU, much of a step's time went to page faults: each op's buffers (the
+#: minibatch affinity builds several m×m ones) came fresh from the kernel.
+CPU_DEFAULTS = {"TF_ENABLE_ONEDNN_OPTS": "1"}
 
 
 def tensorflow_cpu_defaults(environ=None):

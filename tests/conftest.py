@@ -17,12 +17,19 @@ os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for _var in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS"):
         os.environ.setdefault(_var, "1")
-# The package's TensorFlow CPU settings (oneDNN on, the BFC memory pool;
-# spectralnet_tf.hardware), set as a user's process gets them: importing the
-# package sets them, and this file is imported before TensorFlow is. The
-# subprocesses that compare replicas turn oneDNN off themselves
-# (tests/cluster_runs.py), and tests/test_mnist.py runs both settings.
+# The package's TensorFlow CPU setting (oneDNN on; spectralnet_tf.hardware),
+# set as a user's process gets it: importing the package sets it, and this
+# file is imported before TensorFlow is. The subprocesses that compare
+# replicas turn oneDNN off themselves (tests/cluster_runs.py), and
+# tests/test_mnist.py runs both settings.
 import spectralnet_tf  # noqa: E402
+
+# TensorFlow's CPU memory from its BFC pool instead of malloc, for those
+# oneDNN-off subprocesses: there each op's buffers were fresh pages from the
+# kernel, and a large share of the time went to page faults
+# (tests/mnist_variant.py with oneDNN off gave the same output to the last
+# digit either way). Only where memory comes from changes, not the arithmetic.
+os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
 
 #: Seconds of each file's tests, not marked slow and marked slow, as measured
 #: on one of two workers (a scheduling weight, not a limit: refresh it with
