@@ -64,16 +64,19 @@ def machine():
             f"{mem_gib:.0f} GiB, CPU only, TF {tf.__version__}{cpu_settings()}")
 
 
+def onednn_setting(environ):
+    """"oneDNN on" or "oneDNN off" as ``TF_ENABLE_ONEDNN_OPTS`` in ``environ``
+    sets it; None where it is unset (TensorFlow's own default for the CPU)."""
+    return {"0": "oneDNN off", "1": "oneDNN on"}.get(environ.get("TF_ENABLE_ONEDNN_OPTS"))
+
+
 def cpu_settings(environ=None):
     """TensorFlow's CPU settings as this process was started with them, as
     ", oneDNN on, BFC pool" (they change speed, and oneDNN the rounding): an
     unset variable is TensorFlow's own default and is not named."""
     environ = os.environ if environ is None else environ
-    said = {"0": "oneDNN off", "1": "oneDNN on"}.get(environ.get("TF_ENABLE_ONEDNN_OPTS"))
-    said = [said] if said else []
-    if environ.get("TF_CPU_ALLOCATOR_USE_BFC", "").lower() in ("1", "true"):
-        said.append("BFC pool")
-    return "".join(f", {part}" for part in said)
+    bfc = environ.get("TF_CPU_ALLOCATOR_USE_BFC", "").lower() in ("1", "true")
+    return "".join(f", {part}" for part in (onednn_setting(environ), bfc and "BFC pool") if part)
 
 
 def matmul_rate(n=2048, dtype=None, repeats=20):

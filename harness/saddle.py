@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from .records import (ROOT, matmul_rate, note_start, record_heading, run_param,
+from .records import (ROOT, matmul_rate, note_start, onednn_setting, record_heading, run_param,
                       save_record, seconds_without_references)
 
 #: Minibatches over which the expected minibatch loss is averaged.
@@ -133,8 +133,7 @@ def numerics():
 
 def variant_name(env):
     """Short text of a ``numerics()`` dict, e.g. 'oneDNN on, 1 thread'."""
-    onednn = {"0": "oneDNN off", "1": "oneDNN on"}.get(env.get("TF_ENABLE_ONEDNN_OPTS"),
-                                                      "oneDNN default")
+    onednn = onednn_setting(env) or "oneDNN default"
     threads = env.get("TF_NUM_INTRAOP_THREADS")
     return onednn + (f", {threads} thread{'s' if threads != '1' else ''}" if threads
                      else ", default threads")
