@@ -22,6 +22,7 @@ from .checkpoint import Checkpointer, check_fingerprint, digest, fingerprint
 from .centroids import assign, fit_centroids
 from .export import export_saved_model, load_estimator, part_to_json, save_estimator
 from .labelscores import check_two_classes
+from .metrics import label_permutation
 from .losses import LAPLACIANS
 from .nclusters import Eigengap
 from .networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
@@ -364,9 +365,13 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     embedding_ : ndarray of shape (n_samples, n_clusters)
         F_theta of the training data.
     labels_ : ndarray of shape (n_samples,)
-        Cluster of each training point.
+        Cluster of each training point. After a semi-supervised fit the
+        clusters carry the ids of ``partial_labels``: each takes the class
+        of the labeled points it holds (a one-to-one matching that agrees
+        with the most labeled points), so that ``labels_`` and ``predict``
+        answer in the user's classes.
     cluster_centers_ : ndarray of shape (n_clusters, n_clusters)
-        k-means centroids in the embedding space.
+        k-means centroids in the embedding space, in that order.
     affinity_ : affinity object
         The fitted copy of ``affinity`` (with its scale, and the trained
         embedding as its ``embedding``).
@@ -810,6 +815,10 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         embed_start = time.perf_counter()
         self.embedding_ = dist.map_rows(spectral_model, Z, self._strategy())
         self.cluster_centers_ = fit_centroids(self.embedding_, k, train_seed)
+        known = labels >= 0
+        if known.any():  # clusters take the ids of the labelled classes they hold
+            perm = label_permutation(labels[known], self._assign(self.embedding_[known]), k)
+            self.cluster_centers_ = self.cluster_centers_[np.argsort(perm)]
         self.labels_ = self._assign(self.embedding_)
         if self._writes_logs():
             phases = {"encode": encode_seconds,

@@ -52,6 +52,24 @@ def _matching(labels_true, labels_pred):
     return counts, rows, cols
 
 
+def label_permutation(labels_true, labels_pred, n):
+    """The one-to-one renaming of ``n`` clusters (values in ``[0, n)``) to
+    ``n`` labels (the same range) that agrees with ``labels_true`` on the most
+    points (Kuhn-Munkres): ``perm[c]`` is the label cluster ``c`` takes.
+    Clusters that no point of ``labels_true`` falls in take the labels left
+    over.
+
+    >>> label_permutation([1, 1, 0], [0, 0, 2], 3).tolist()
+    [1, 2, 0]
+    """
+    counts = np.zeros((n, n), dtype=np.int64)
+    np.add.at(counts, (np.asarray(labels_pred), np.asarray(labels_true)), 1)
+    rows, cols = linear_sum_assignment(counts, maximize=True)
+    perm = np.empty(n, dtype=np.int64)
+    perm[rows] = cols
+    return perm
+
+
 def nmi(labels_true, labels_pred):
     """Normalized mutual information I(l;c) / max(H(l), H(c)), as in the paper."""
     return float(

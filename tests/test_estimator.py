@@ -191,6 +191,20 @@ def test_every_point_labeled_trains_the_embedding_on_the_label_graph():
     assert acc(y, net.labels_) >= 0.96
 
 
+def test_a_semi_supervised_fit_answers_in_the_ids_of_its_labels():
+    # The clusters are renamed after the labeled points they hold, so that
+    # labels_ and predict give the user's classes, not k-means' order: with
+    # the class ids swapped, the answer swaps too.
+    x, y, k = load_dataset("moons", n=300)
+    known = np.where(np.random.default_rng(0).uniform(size=len(y)) < 0.1, y, -1)
+    params = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=10, random_state=0)
+    for given in (known, np.where(known >= 0, 1 - known, -1)):
+        net = SpectralNet(k, **params).fit(x, partial_labels=given)
+        labeled = given >= 0
+        assert np.mean(net.labels_[labeled] == given[labeled]) > 0.5
+        np.testing.assert_array_equal(net.predict(x), net.labels_)
+
+
 def test_y_is_ignored_as_by_every_scikit_learn_clusterer():
     x, y, k = load_dataset("moons", n=300)
     params = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=10, random_state=0)

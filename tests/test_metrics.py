@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from spectralnet_tf.metrics import acc, grassmann, matched, nmi
+from spectralnet_tf.metrics import acc, grassmann, label_permutation, matched, nmi
 
 
 def test_acc_is_invariant_under_label_permutation():
@@ -56,6 +56,21 @@ def test_matched_renames_clusters_so_that_acc_can_be_read_on_a_subset():
     t = np.array([-1, -1, 0, 0, -1])
     p = np.array([0, 0, 1, 1, 2])
     assert np.mean(matched(t, p) == t) == acc(t, p) == 0.8
+
+
+def test_label_permutation_renames_clusters_to_the_labels_they_agree_with_most():
+    rng = np.random.default_rng(0)
+    true = rng.integers(0, 4, size=300)
+    shuffle = rng.permutation(4)
+    pred = np.where(rng.uniform(size=300) < 0.8, shuffle[true], rng.integers(0, 4, size=300))
+    perm = label_permutation(true, pred, 4)
+    assert sorted(perm.tolist()) == [0, 1, 2, 3]
+    assert np.mean(perm[pred] == true) == pytest.approx(acc(true, pred))
+    np.testing.assert_array_equal(perm[shuffle], np.arange(4))
+    # A few labels of two classes among three clusters: the cluster that
+    # holds no labeled point takes the label left over.
+    perm = label_permutation([2, 2, 0], [1, 1, 0], 3)
+    assert perm[1] == 2 and perm[0] == 0 and perm[2] == 1
 
 
 def test_acc_refuses_empty_and_non_1d_labels():
