@@ -22,8 +22,8 @@ from .checkpoint import Checkpointer, check_fingerprint, digest, fingerprint
 from .centroids import assign, fit_centroids
 from .export import export_saved_model, load_estimator, part_to_json, save_estimator
 from .labelscores import check_two_classes
-from .metrics import label_permutation
 from .losses import LAPLACIANS
+from .metrics import label_permutation
 from .nclusters import Eigengap
 from .networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
 from .siamese import SiameseEmbedding, check_groups
