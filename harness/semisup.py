@@ -481,7 +481,8 @@ def cmd_mnist(args):
         with open(os.path.join(out, "results.json")) as f:
             r = json.load(f)
         trials.append({"fraction": fraction, "commit": started, "labeled": r.get("labeled", 0),
-                       **{k: round(r[k], 4) for k in ("acc", "nmi", "kmeans_acc", "kmeans_nmi")},
+                       **{k: round(r[k], 4) for k in ("acc", "nmi", "kmeans_acc", "kmeans_nmi",
+                                                       "svm_acc") if k in r},
                        "epochs": r["epochs"], "seconds": r["seconds"],
                        "peak_rss_gib": r["peak_rss_gib"], "run": out})
         print(json.dumps(trials[-1]), flush=True)
@@ -550,12 +551,18 @@ def cmd_table(args):
         return
     if record["kind"] == "mnist":
         rate = record["matmul_gflops"]
-        print("| labeled fraction | labeled points | ACC | NMI | k-means ACC (codes) | epochs "
-              "| Siamese s | spectral s | total min | total s × GFLOP/s / 1000 |\n|" + " --- |" * 10)
+        # Newer records: the labels alone (SVM in code space) beside each labeled run.
+        svm = any("svm_acc" in t for t in record["trials"])
+        print("| labeled fraction | labeled points | ACC | NMI | k-means ACC (codes) "
+              + "| SVM ACC (codes, labels alone) " * svm
+              + "| epochs | Siamese s | spectral s | total min | total s × GFLOP/s / 1000 |\n|"
+              + " --- |" * (10 + svm))
         for t in record["trials"]:
             s = t["seconds"]
             print(f"| {t['fraction']:g} | {t['labeled']} | {t['acc']:.4f} | {t['nmi']:.4f} "
-                  f"| {t['kmeans_acc']:.4f} | {t['epochs']} | {s.get('siamese', 0):.0f} "
+                  f"| {t['kmeans_acc']:.4f} "
+                  + (f"| {t['svm_acc']:.4f} " if "svm_acc" in t else "| – ") * svm
+                  + f"| {t['epochs']} | {s.get('siamese', 0):.0f} "
                   f"| {s['spectral']:.0f} | {s['total'] / 60:.1f} | {s['total'] * rate / 1000:.0f} |")
         return
     keys = (["variant"] if record["kind"] == "ablate" else []) + ["n", "outer_radius", "noise", "fraction"]

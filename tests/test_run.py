@@ -142,3 +142,25 @@ def test_exact_reference_reports_edge_purity_per_part_and_kmeans_runs():
     _, _, three = cli.exact_reference(net, aff, x, y, 0, len(x), kmeans_runs=3)
     assert [run["seed"] for run in three["exact_kmeans_runs"]] == [0, 1, 2]
     assert three["exact_kmeans_runs"][0]["acc"] == three["exact_acc"] == one["exact_acc"]
+
+
+@pytest.mark.slow
+def test_labeled_run_reports_the_labels_alone(tmp_path):
+    """With --labeled-fraction, beside the fit: the SVM of the labeled points
+    alone in the space SpectralNet clusters, on the run's own labels."""
+    from harness.semisup import partial_labels, supervised_acc
+
+    results = cli.run_command(["--dset", "cc", "--hidden", "16", "--epochs", "1",
+                               "--steps-per-epoch", "5", "--quiet", "--no-plots", "--no-exact",
+                               "--labeled-fraction", "0.05", "--out", str(tmp_path / "l")])
+    x, y, _ = load_dataset("cc")
+    known = partial_labels(y, 0.05, 0)
+    assert results["labeled"] == int((known >= 0).sum()) > 0
+    # The two Cs are apart: labeled points spread over both place the boundary
+    # (0.51 when the draw shared the generator's stream and picked one end of a C).
+    assert results["svm_acc"] == supervised_acc(x, y, known) >= 0.99
+    assert "svm" in results["seconds"]
+    unlabeled = cli.run_command(["--dset", "cc", "--hidden", "16", "--epochs", "1",
+                                 "--steps-per-epoch", "5", "--quiet", "--no-plots", "--no-exact",
+                                 "--out", str(tmp_path / "u")])
+    assert "svm_acc" not in unlabeled and "labeled" not in unlabeled
