@@ -16,9 +16,10 @@ boundary, or far from every labeled point, where an RBF machine's decision
 fades) keep the graph's. ``strength`` 0 leaves the graph as it was.
 
 The classifier is an RBF support vector machine of the labeled points,
-its C and gamma chosen by cross-validation on those points alone: the
-usual default for a small labeled set, and the reference "labels alone"
-that a semi-supervised method is measured against.
+its C and gamma chosen by cross-validation on those points alone (one
+machine per class against the rest for more than two classes): the usual
+default for a small labeled set, and the reference "labels alone" that a
+semi-supervised method is measured against.
 """
 
 import numpy as np
@@ -49,8 +50,10 @@ def fit_label_classifier(z, labels, seed=0, max_labeled=MAX_LABELED):
     """An RBF SVM of the labeled rows of ``z`` (``labels`` >= 0), C and gamma by
     stratified k-fold cross-validation on them (k = min(5, smallest class
     count); scikit-learn's defaults where a class has one labeled point).
-    Returns the fitted ``SVC`` (refitted on all labeled rows used)."""
+    Returns the fitted ``SVC`` (refitted on all labeled rows used); for more
+    than two classes a ``OneVsRestClassifier`` of such SVCs."""
     from sklearn.model_selection import GridSearchCV, StratifiedKFold
+    from sklearn.multiclass import OneVsRestClassifier
     from sklearn.svm import SVC
 
     labels = np.asarray(labels)
@@ -67,13 +70,20 @@ def fit_label_classifier(z, labels, seed=0, max_labeled=MAX_LABELED):
         rows = np.sort(np.concatenate(keep))
     x, y = np.asarray(z, np.float64)[rows], labels[rows]
     n_folds = min(5, int(np.unique(y, return_counts=True)[1].min()))
-    if n_folds < 2:
-        return SVC().fit(x, y)
-    base = 1.0 / (x.shape[1] * max(float(x.var()), 1e-12))
-    grid = {"C": list(C_GRID), "gamma": [f * base for f in GAMMA_FACTORS]}
-    search = GridSearchCV(SVC(), grid,
-                          cv=StratifiedKFold(n_folds, shuffle=True, random_state=seed))
-    return search.fit(x, y).best_estimator_
+    params = {}
+    if n_folds >= 2:
+        base = 1.0 / (x.shape[1] * max(float(x.var()), 1e-12))
+        grid = {"C": list(C_GRID), "gamma": [f * base for f in GAMMA_FACTORS]}
+        search = GridSearchCV(SVC(), grid, refit=False,
+                              cv=StratifiedKFold(n_folds, shuffle=True, random_state=seed))
+        params = search.fit(x, y).best_params_
+    if np.unique(y).size == 2:
+        return SVC(**params).fit(x, y)
+    # More than two classes: one machine per class against the rest, with the
+    # C and gamma chosen above, so that each decision value is a margin as for
+    # two classes. An SVC's own multi-class values are pairwise vote counts
+    # (0 to k - 1), which tanh flattens to 1 for most classes.
+    return OneVsRestClassifier(SVC(**params)).fit(x, y)
 
 
 def decision_columns(classifier, z):

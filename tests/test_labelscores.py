@@ -77,6 +77,25 @@ def test_label_scores_append_scaled_tanh_of_the_decision_values():
     assert LabelScores(None, svm3, 1.0, 1.0)(x).shape == (len(x), 5)
 
 
+def test_more_than_two_classes_score_each_class_by_a_margin_of_its_own():
+    """One machine per class against the rest: every point scores its own
+    class higher than any point scores a class not its own, and the scores
+    of the other classes stay far from tanh's ceiling. (An SVC's own
+    multi-class values are pairwise vote counts, 0 to k - 1: tanh of most is
+    near 1 for every point, whatever its class.)"""
+    centres = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0], [4.0, 4.0]])
+    y = np.repeat(np.arange(4), 50)
+    x = (centres[y] + np.random.default_rng(0).normal(scale=0.3, size=(200, 2))).astype(np.float32)
+    svm = fit_label_classifier(x, _partial(y, 5))
+    d = decision_columns(svm, x)
+    own = np.zeros(d.shape, bool)
+    own[np.arange(len(y)), y] = True
+    assert d.shape == (200, 4) and d[own].min() > d[~own].max()
+    assert (np.tanh(d[~own]) < 0.5).all()
+    assert acc(y, svm.predict(x)) == 1.0
+    assert all(m.C in C_GRID for m in svm.estimators_)  # C and gamma as chosen for all
+
+
 def test_with_a_global_scale_the_kernel_is_the_data_kernel_times_a_label_kernel():
     """exp(-|e_i - e_j|^2 / 2s^2) with e extended by strength * s * t, t the
     tanh of the scores, is W_ij * exp(-strength^2 |t_i - t_j|^2 / 2)."""
