@@ -659,7 +659,7 @@ def run(job, out, resume=False, write=True):
     km_labels = kmeans_labels(z, k, args.seed)
     results.update(kmeans_acc=acc(y, km_labels), kmeans_nmi=nmi(y, km_labels))
     phase("kmeans", t)
-    if known is not None and not is_lazy(z):
+    if known is not None and results["labeled"] > 0 and not is_lazy(z):
         t = time.perf_counter()
         # The labels alone, no graph: a classifier of the labeled points in
         # the space SpectralNet clusters, the bar a fit with labels must clear.

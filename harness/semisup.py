@@ -104,8 +104,9 @@ def supervised_acc(x, y, known):
     labeled points alone, no graph: the estimator's own label classifier
     (``labelscores.fit_label_classifier``: an RBF SVM, C and gamma by up to
     5-fold cross-validation on those points, whose labels are the only ones
-    a user has). Where it fails too, the labels themselves are too few to
-    place the boundary."""
+    a user has; one machine per class against the rest beyond two classes).
+    Where it fails too, the labels themselves are too few to place the
+    boundary."""
     from spectralnet_tf.labelscores import fit_label_classifier
     from spectralnet_tf.metrics import acc
 
@@ -481,8 +482,8 @@ def cmd_mnist(args):
         with open(os.path.join(out, "results.json")) as f:
             r = json.load(f)
         trials.append({"fraction": fraction, "commit": started, "labeled": r.get("labeled", 0),
-                       **{k: round(r[k], 4) for k in ("acc", "nmi", "kmeans_acc", "kmeans_nmi",
-                                                       "svm_acc") if k in r},
+                       **{k: round(r[k], 4) for k in ("acc", "nmi", "kmeans_acc", "kmeans_nmi")},
+                       **({"svm_acc": round(r["svm_acc"], 4)} if "svm_acc" in r else {}),
                        "epochs": r["epochs"], "seconds": r["seconds"],
                        "peak_rss_gib": r["peak_rss_gib"], "run": out})
         print(json.dumps(trials[-1]), flush=True)

@@ -51,7 +51,9 @@ def fit_label_classifier(z, labels, seed=0, max_labeled=MAX_LABELED):
     stratified k-fold cross-validation on them (k = min(5, smallest class
     count); scikit-learn's defaults where a class has one labeled point).
     Returns the fitted ``SVC`` (refitted on all labeled rows used); for more
-    than two classes a ``OneVsRestClassifier`` of such SVCs."""
+    than two classes a ``OneVsRestClassifier`` of SVCs with the C and gamma
+    that cross-validating the multi-class SVC chose (searching the machines
+    per class would cost k times as much)."""
     from sklearn.model_selection import GridSearchCV, StratifiedKFold
     from sklearn.multiclass import OneVsRestClassifier
     from sklearn.svm import SVC
