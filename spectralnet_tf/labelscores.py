@@ -71,7 +71,8 @@ def fit_label_classifier(z, labels, seed=0, max_labeled=MAX_LABELED):
                 for r in (rows[labels[rows] == c] for c in np.unique(labels[rows]))]
         rows = np.sort(np.concatenate(keep))
     x, y = np.asarray(z, np.float64)[rows], labels[rows]
-    n_folds = min(5, int(np.unique(y, return_counts=True)[1].min()))
+    classes, counts = np.unique(y, return_counts=True)
+    n_folds = min(5, int(counts.min()))
     params = {}
     if n_folds >= 2:
         base = 1.0 / (x.shape[1] * max(float(x.var()), 1e-12))
@@ -79,7 +80,7 @@ def fit_label_classifier(z, labels, seed=0, max_labeled=MAX_LABELED):
         search = GridSearchCV(SVC(), grid, refit=False,
                               cv=StratifiedKFold(n_folds, shuffle=True, random_state=seed))
         params = search.fit(x, y).best_params_
-    if np.unique(y).size == 2:
+    if classes.size == 2:
         return SVC(**params).fit(x, y)
     # More than two classes: one machine per class against the rest, with the
     # C and gamma chosen above, so that each decision value is a margin as for

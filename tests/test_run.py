@@ -158,6 +158,6 @@ def test_labeled_run_reports_the_labels_alone(tmp_path):
     known = partial_labels(y, 0.05, 0)
     assert results["labeled"] == int((known >= 0).sum()) > 0
     # The two Cs are apart: labeled points spread over both place the boundary
-    # (0.51 when the draw shared the generator's stream and picked one end of a C).
+    # (a draw from the generator's own stream picked one end of a C, and failed).
     assert results["svm_acc"] == supervised_acc(x, y, known) >= 0.99
     assert "svm" in results["seconds"]
