@@ -282,8 +282,11 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         the graph on a random subsample of 4,096 training points (at least
         one minibatch; all of them if there are fewer), so that Algorithm 1
         starts near the minimum of its loss rather than where it can stop on
-        a saddle (``train.spectral_warm_start``). ``history_`` then holds
-        "init_grassmann" and "init_seconds".
+        a saddle (``train.spectral_warm_start``). Algorithm 1 then starts
+        at the largest of ``learning_rate``, a tenth of it, a hundredth...
+        at which its first epoch keeps that start (``train.keep_the_start``).
+        ``history_`` then holds "init_grassmann", "init_seconds",
+        "start_trials" and "start_lr".
     dtype_policy : {"float32", "mixed_bfloat16", "auto"}, default="float32"
         Keras dtype policy of F_theta's ReLU layers. "mixed_bfloat16" computes
         them in bfloat16 (weights stay float32); the size-k layer, Orthonorm,
@@ -381,8 +384,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         Per epoch: "iteration", "loss", "val_loss", "lr" (and "grassmann" when
         ``fit`` got ``eigvecs``); "seconds" of training. With
         ``init="spectral"`` also "init_grassmann" (the fitted start against
-        its subsample's eigenvectors), "init_seconds" and, with ``eigvecs``,
-        "start_grassmann". With an ``encoder``, "encode_seconds": its pass
+        its subsample's eigenvectors), "init_seconds", "start_trials" (that
+        distance after each trial first epoch, each undone), "start_lr" (the
+        rate training started at) and, with ``eigvecs``, "start_grassmann". With an ``encoder``, "encode_seconds": its pass
         over X.
     codes_ : ndarray of shape (n_samples, code_size) or None
         The ``encoder``'s output for the training data, on which F_theta was

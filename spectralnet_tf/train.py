@@ -34,6 +34,11 @@ WARM_START_STEPS = 500
 WARM_START_LR = 1e-3
 #: RMS of the regression targets: inside tanh's range; Orthonorm undoes the scale.
 WARM_START_RMS = 0.25
+#: Algorithm 1 must refine the warm start, not undo it. A first epoch that
+#: leaves the net farther than this (Grassmann distance) from the subsample
+#: eigenvectors it was fitted to has lost the start: half of the one whole
+#: direction by which a saddle is off (distance >= 1).
+START_KEPT_MAX = 0.5
 
 
 class PlateauSchedule:
@@ -130,7 +135,8 @@ def run_epochs(run_epoch, validation_loss, schedule, epochs, verbose=1, monitor=
 
 
 def warm_up(optimizer, learning_rate, steps):
-    """Raise the rate linearly to ``learning_rate`` over the first ``steps``
+    """Raise the rate linearly to ``learning_rate`` (a number or a variable,
+    read at each call) over the first ``steps``
     updates (in a compiled loop, before each one). RMSprop's first updates
     are about 3 learning rates per weight whatever the gradient (its
     squared-gradient average starts at 0); from a warm start those first
@@ -262,9 +268,11 @@ def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnor
     Labeled pairs (``labels``, -1: unknown) override the subsample's affinity
     as in training (``affinity.apply_labels``). Uses its own random streams,
     seeded by ``seed``. ``z_train``: the affinity's coordinates of
-    ``x_train`` (as in ``train_spectralnet``). Returns ``{"init_grassmann": ..., "init_seconds": ...}``:
-    the Grassmann distance between the fitted body and the eigenvectors on the
-    subsample (label-free: how well the net took the start).
+    ``x_train`` (as in ``train_spectralnet``). Returns
+    ``({"init_grassmann": ..., "init_seconds": ...}, distance)``: the
+    Grassmann distance between the fitted body and the eigenvectors on the
+    subsample (label-free: how well the net took the start), and a function
+    that measures it again for the body as it is then (``keep_the_start``).
     """
     start = time.perf_counter()
     strategy = distribute.get(strategy)
@@ -303,9 +311,42 @@ def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnor
             distribute.run(strategy, fit_step, sample_rows(generator, size, m))
 
     fit()
-    fitted = distribute.map_rows(body, x_train[rows], strategy)
-    return {"init_grassmann": grassmann(fitted, target.numpy()),
-            "init_seconds": time.perf_counter() - start}
+    eigenvectors = target.numpy()
+
+    def distance():
+        return grassmann(distribute.map_rows(body, x_train[rows], strategy), eigenvectors)
+
+    return {"init_grassmann": distance(), "init_seconds": time.perf_counter() - start}, distance
+
+
+def keep_the_start(run_epoch, distance, optimizer, peak_rate, generator, variables, schedule,
+                   strategy=None):
+    """The starting rate of Algorithm 1 after the warm start: the largest of
+    ``peak_rate``'s value, a tenth of it, a hundredth... (the plateau
+    schedule's own steps, down to its ``min_lr``) at which one epoch
+    (``run_epoch``, its rate ramped to ``peak_rate``) keeps the net within
+    ``START_KEPT_MAX`` of the subsample eigenvectors it was fitted to
+    (``distance()``, label-free). RMSprop moves each weight by about its rate
+    at every step, whatever the gradient, so near the minimum the noise of
+    the minibatch graphs alone can carry the net away at a rate that suits a
+    random start; where it does, the net ends on a saddle. Each trial epoch is
+    undone (``variables``: the model's and the optimizer's, and the
+    minibatch ``generator``'s state), so that training then starts from the
+    warm start itself at the rate found, which is left in ``peak_rate``.
+    Returns the distance after each trial (all workers agree on each)."""
+    saved = [v.numpy() for v in variables]
+    stream = generator.state.numpy()
+    distances = []
+    while True:
+        run_epoch()
+        distances.append(distribute.agree({"distance": distance()}, strategy)["distance"])
+        for v, value in zip(variables, saved):
+            v.assign(value)
+        generator.state.assign(stream)
+        rate = float(peak_rate.numpy())
+        if distances[-1] <= START_KEPT_MAX or rate * schedule.factor < schedule.min_lr:
+            return distances
+        peak_rate.assign(rate * schedule.factor)
 
 
 def train_spectralnet(
@@ -392,6 +433,8 @@ def train_spectralnet(
         optimizer = keras.optimizers.RMSprop(learning_rate)
         optimizer.build(model.trainable_variables)
     schedule = PlateauSchedule(optimizer, patience=patience, min_lr=min_lr)
+    # The rate the first epoch ramps up to from a warm start (``keep_the_start``).
+    peak_rate = tf.Variable(learning_rate, trainable=False, dtype=tf.float32)
     keep = VALIDATION_MAX_BATCHES * batch_size
     x_val, y_val = x_val[:keep], y_val[:keep]
     z_val = affinity.embed_all(x_val) if z_val is None else np.asarray(z_val, np.float32)[:keep]
@@ -419,7 +462,7 @@ def train_spectralnet(
         total = tf.constant(0.0)
         for _ in tf.range(steps):
             if init == "spectral":  # decided at trace time
-                warm_up(optimizer, learning_rate, steps_per_epoch)
+                warm_up(optimizer, peak_rate, steps_per_epoch)
             # Fresh minibatches, drawn once for all replicas.
             distribute.run(strategy, ortho_step, sample_rows(generator, n, ortho_batch_size))
             rows = sample_rows(generator, n, batch_size, labeled_rows, m_labeled)
@@ -438,15 +481,19 @@ def train_spectralnet(
             extra["grassmann"] = grassmann(map_batches(model, x_eval), eigvecs)
         return extra
 
+    steps = tf.constant(steps_per_epoch)
     started = {}
     if init == "spectral" and (checkpointer is None or checkpointer.latest() is None):
-        started = spectral_warm_start(
+        started, distance = spectral_warm_start(
             body, affinity, x_train, batch_size=batch_size, laplacian=laplacian,
             seed=seed, labels=y_train if semi_supervised else None,
             strategy=strategy, z_train=None if z_train is None else z_tr.numpy())
+        started["start_trials"] = keep_the_start(
+            functools.partial(run_epoch, steps), distance, optimizer, peak_rate, generator,
+            list(model.variables) + list(optimizer.variables), schedule, strategy)
+        started["start_lr"] = float(peak_rate.numpy())
         if eigvecs is not None:  # where Algorithm 1 starts, against the true eigenvectors
             started["start_grassmann"] = grassmann(map_batches(model, x_eval), eigvecs)
-    steps = tf.constant(steps_per_epoch)
     history = run_epochs(functools.partial(run_epoch, steps), validation_loss, schedule, epochs,
                          verbose, monitor, name="SpectralNet", checkpointer=checkpointer,
                          objects={"model": list(model.variables), "optimizer": optimizer,

@@ -74,7 +74,7 @@ def test_spectral_warm_start_fits_the_body_to_the_subsample_eigenvectors():
     aff = GaussianKNNAffinity(n_nbrs=10, scale_nbr=3).fit(x, batch_size=256)
     model, body = build_spectralnet(2, 3, (64, 64), seed=0, output_activation="tanh")
     before = body.predict(x, verbose=0)
-    got = spectral_warm_start(body, aff, x, batch_size=256, seed=0)
+    got, distance = spectral_warm_start(body, aff, x, batch_size=256, seed=0)
     after = body.predict(x, verbose=0)
     # The same subsample and graph, independently: all 1200 points (fewer
     # than WARM_START_POINTS), ranks scaled by 1200/256.
@@ -85,6 +85,7 @@ def test_spectral_warm_start_fits_the_body_to_the_subsample_eigenvectors():
     # On a saddle one output direction is orthogonal to the eigenvectors
     # (distance >= 1); the start must be a tenth of that at most.
     assert got["init_grassmann"] < 0.1
+    assert distance() == pytest.approx(got["init_grassmann"], abs=1e-6)  # measured again
 
 
 def test_spectral_init_starts_near_the_minimum_and_is_recorded():
@@ -105,6 +106,30 @@ def test_spectral_init_starts_near_the_minimum_and_is_recorded():
     # One iteration of Algorithm 1: the warm start already clusters.
     assert acc(y, warm.labels_) >= 0.99
     assert warm.history_["val_loss"][0] < 0.5 * cold.history_["val_loss"][0]
+
+
+def test_a_rate_that_loses_the_warm_start_is_cut_until_the_first_epoch_keeps_it():
+    """RMSprop at a rate that suits a random start carries the net off the
+    warm start: each trial first epoch is undone, and the rate cut by the
+    schedule's factor until one keeps the start. Training then runs from the
+    warm start itself, as a fit started at that rate does."""
+    from spectralnet_tf import GaussianKNNAffinity, SpectralNet
+    from spectralnet_tf.train import START_KEPT_MAX
+
+    x, _ = _blobs()
+    kw = dict(hidden_units=(64, 64), affinity=GaussianKNNAffinity(scale="local"), max_epochs=2,
+              steps_per_epoch=20, random_state=0, init="spectral")
+    fits = {lr: SpectralNet(3, learning_rate=lr, **kw).fit(x) for lr in (1.0, 0.01)}
+    lost, kept = fits[1.0].history_, fits[0.01].history_
+    assert len(lost["start_trials"]) == 3  # 1.0 and 0.1 lose it, 0.01 keeps it
+    assert min(lost["start_trials"][:2]) > 2 * START_KEPT_MAX
+    assert lost["start_trials"][2] <= START_KEPT_MAX
+    assert lost["start_lr"] == pytest.approx(0.01) == kept["start_lr"]
+    # Every trial was undone (weights, optimizer, minibatch stream): the
+    # kept trial and the training after it are those of the fit at 0.01.
+    assert kept["start_trials"] == lost["start_trials"][2:]
+    np.testing.assert_array_equal(fits[1.0].embedding_, fits[0.01].embedding_)
+    assert lost["lr"] == kept["lr"]
 
 
 def test_large_n_draws_are_distinct_uniform_and_cost_no_n_sized_work():
