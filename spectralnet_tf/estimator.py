@@ -282,11 +282,11 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         the graph on a random subsample of 4,096 training points (at least
         one minibatch; all of them if there are fewer), so that Algorithm 1
         starts near the minimum of its loss rather than where it can stop on
-        a saddle (``train.spectral_warm_start``). Algorithm 1 then starts
-        at the largest of ``learning_rate``, a tenth of it, a hundredth...
-        at which its first epoch keeps that start (``train.keep_the_start``).
-        ``history_`` then holds "init_grassmann", "init_seconds",
-        "start_trials" and "start_lr".
+        a saddle (``train.spectral_warm_start``). An epoch of Algorithm 1
+        that takes the net away from that start (``train.near_the_start``)
+        is undone and the learning rate cut by 10. ``history_`` then holds
+        "init_grassmann" and "init_seconds", and per epoch "start_distance"
+        and "undone".
     dtype_policy : {"float32", "mixed_bfloat16", "auto"}, default="float32"
         Keras dtype policy of F_theta's ReLU layers. "mixed_bfloat16" computes
         them in bfloat16 (weights stay float32); the size-k layer, Orthonorm,
@@ -384,9 +384,10 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         Per epoch: "iteration", "loss", "val_loss", "lr" (and "grassmann" when
         ``fit`` got ``eigvecs``); "seconds" of training. With
         ``init="spectral"`` also "init_grassmann" (the fitted start against
-        its subsample's eigenvectors), "init_seconds", "start_trials" (that
-        distance after each trial first epoch, each undone), "start_lr" (the
-        rate training started at) and, with ``eigvecs``, "start_grassmann". With an ``encoder``, "encode_seconds": its pass
+        its subsample's eigenvectors), "init_seconds", per epoch
+        "start_distance" (that distance after the epoch) and "undone" (1
+        where the epoch was undone and the rate cut) and, with ``eigvecs``,
+        "start_grassmann". With an ``encoder``, "encode_seconds": its pass
         over X.
     codes_ : ndarray of shape (n_samples, code_size) or None
         The ``encoder``'s output for the training data, on which F_theta was

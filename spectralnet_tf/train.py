@@ -34,9 +34,9 @@ WARM_START_STEPS = 500
 WARM_START_LR = 1e-3
 #: RMS of the regression targets: inside tanh's range; Orthonorm undoes the scale.
 WARM_START_RMS = 0.25
-#: Algorithm 1 must refine the warm start, not undo it. A first epoch that
-#: leaves the net farther than this (Grassmann distance) from the subsample
-#: eigenvectors it was fitted to has lost the start: half of the one whole
+#: Algorithm 1 must refine the warm start, not leave it. An epoch after which
+#: F_theta is farther than this (Grassmann distance) from the subsample
+#: eigenvectors it was fitted to has left the start: half of the one whole
 #: direction by which a saddle is off (distance >= 1).
 START_KEPT_MAX = 0.5
 
@@ -135,8 +135,7 @@ def run_epochs(run_epoch, validation_loss, schedule, epochs, verbose=1, monitor=
 
 
 def warm_up(optimizer, learning_rate, steps):
-    """Raise the rate linearly to ``learning_rate`` (a number or a variable,
-    read at each call) over the first ``steps``
+    """Raise the rate linearly to ``learning_rate`` over the first ``steps``
     updates (in a compiled loop, before each one). RMSprop's first updates
     are about 3 learning rates per weight whatever the gradient (its
     squared-gradient average starts at 0); from a warm start those first
@@ -250,46 +249,65 @@ def gradient_step(model, optimizer, x_batch, w, laplacian="unnormalized", gradie
     return distribute.all_sum(loss)
 
 
+def warm_start_eigenvectors(affinity, x_train, k, *, batch_size, laplacian="unnormalized",
+                            seed=0, labels=None, strategy=None, z_train=None):
+    """The start ``spectral_warm_start`` fits F_theta to: a random subsample
+    of ``WARM_START_POINTS`` rows of ``x_train`` (at least one minibatch; all
+    of them if there are fewer) and the ``k`` smallest eigenvectors of the graph
+    SpectralNet's minibatches sample (``Affinity.for_full_data``) on it,
+    computed exactly (under a strategy, the first replica's are used
+    everywhere), scaled to RMS ``WARM_START_RMS``. Labeled pairs (``labels``,
+    -1: unknown) override the subsample's affinity as in training
+    (``affinity.apply_labels``). The same (rows, targets) for the same
+    ``seed``: a resumed fit measures against them again (``near_the_start``)."""
+    strategy = distribute.get(strategy)
+    n = len(x_train)
+    size = min(n, max(WARM_START_POINTS, batch_size))
+    rows = np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
+    graph = affinity.for_full_data(size, batch_size)
+    z_sub = affinity.embed_all(x_train[rows]) if z_train is None else z_train[rows]
+    w = graph.kernel_matrix(tf.constant(z_sub))
+    if labels is not None and (labels[rows] >= 0).any():
+        w = apply_labels(w, tf.constant(labels[rows]))
+    # float64: near-degenerate small eigenvalues must not drown in float32 rounding.
+    vecs = laplacian_eigenvectors(w.numpy().astype(np.float64), k, laplacian)
+    target = distribute.run(strategy, distribute.from_first,
+                            tf.constant(WARM_START_RMS * np.sqrt(size) * vecs, tf.float32))
+    return rows, target.numpy()
+
+
+def start_distance(body, x_train, start, strategy=None):
+    """The Grassmann distance between ``body``'s outputs on the warm start's
+    subsample and its eigenvectors (``start``: ``warm_start_eigenvectors``'s
+    rows and targets). Label-free."""
+    rows, target = start
+    return grassmann(distribute.map_rows(body, x_train[rows], distribute.get(strategy)), target)
+
+
 def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnormalized",
                         seed=0, labels=None, strategy=None, z_train=None):
     """Start F_theta near the minimum of the loss, not at a random point.
 
     Algorithm 1 from random weights can stop on a saddle: one output direction
     splits a cluster while two others stay merged, and the minibatch gradient
-    does not rotate it out before the schedule decays. Here the k
-    smallest eigenvectors of the graph SpectralNet's minibatches sample
-    (``Affinity.for_full_data``), on a random subsample of
-    ``WARM_START_POINTS`` points (at least one minibatch; all of them if
-    there are fewer), are computed exactly (``spectral.smallest_eigenvectors``;
-    under a strategy, the first replica's are used everywhere), and ``body``
-    (the input of Orthonorm) is fitted to them by least squares in
-    ``WARM_START_STEPS`` minibatch steps. Algorithm 1 then starts in the basin
-    of the minimum.
-    Labeled pairs (``labels``, -1: unknown) override the subsample's affinity
-    as in training (``affinity.apply_labels``). Uses its own random streams,
-    seeded by ``seed``. ``z_train``: the affinity's coordinates of
-    ``x_train`` (as in ``train_spectralnet``). Returns
-    ``({"init_grassmann": ..., "init_seconds": ...}, distance)``: the
-    Grassmann distance between the fitted body and the eigenvectors on the
-    subsample (label-free: how well the net took the start), and a function
-    that measures it again for the body as it is then (``keep_the_start``).
+    does not rotate it out before the schedule decays. Here ``body`` (the
+    input of Orthonorm) is fitted by least squares, in ``WARM_START_STEPS``
+    minibatch steps, to the exact eigenvectors of the graph on a subsample
+    (``warm_start_eigenvectors``, which takes ``labels`` and ``z_train`` as
+    ``train_spectralnet`` does). Algorithm 1 then starts in the basin of the
+    minimum. Uses its own random streams, seeded by ``seed``. Returns
+    ``({"init_grassmann": ..., "init_seconds": ...}, start)``: the
+    ``start_distance`` of the fitted body (how well the net took the start),
+    and the subsample's (rows, targets).
     """
-    start = time.perf_counter()
+    begin = time.perf_counter()
     strategy = distribute.get(strategy)
-    n = len(x_train)
-    size = min(n, max(WARM_START_POINTS, batch_size))
-    rows = np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
-    x_sub = tf.constant(x_train[rows])
-    graph = affinity.for_full_data(size, batch_size)
-    z_sub = affinity.embed_all(x_train[rows]) if z_train is None else z_train[rows]
-    w = graph.kernel_matrix(tf.constant(z_sub))
-    if labels is not None and (labels[rows] >= 0).any():
-        w = apply_labels(w, tf.constant(labels[rows]))
-    k = body.outputs[0].shape[-1]
-    # float64: near-degenerate small eigenvalues must not drown in float32 rounding.
-    vecs = laplacian_eigenvectors(w.numpy().astype(np.float64), k, laplacian)
-    target = distribute.run(strategy, distribute.from_first,
-                            tf.constant(WARM_START_RMS * np.sqrt(size) * vecs, tf.float32))
+    start = warm_start_eigenvectors(
+        affinity, x_train, body.outputs[0].shape[-1], batch_size=batch_size,
+        laplacian=laplacian, seed=seed, labels=labels, strategy=strategy, z_train=z_train)
+    rows, target = start
+    size = len(rows)
+    x_sub, target = tf.constant(x_train[rows]), tf.constant(target)
     m = min(batch_size, size)  # a direct call may pass a batch larger than x_train
     generator = tf.random.Generator.from_seed(seed)
     with strategy.scope():
@@ -311,42 +329,40 @@ def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnor
             distribute.run(strategy, fit_step, sample_rows(generator, size, m))
 
     fit()
-    eigenvectors = target.numpy()
-
-    def distance():
-        return grassmann(distribute.map_rows(body, x_train[rows], strategy), eigenvectors)
-
-    return {"init_grassmann": distance(), "init_seconds": time.perf_counter() - start}, distance
+    return {"init_grassmann": start_distance(body, x_train, start, strategy),
+            "init_seconds": time.perf_counter() - begin}, start
 
 
-def keep_the_start(run_epoch, distance, optimizer, peak_rate, generator, variables, schedule,
-                   strategy=None):
-    """The starting rate of Algorithm 1 after the warm start: the largest of
-    ``peak_rate``'s value, a tenth of it, a hundredth... (the plateau
-    schedule's own steps, down to its ``min_lr``) at which one epoch
-    (``run_epoch``, its rate ramped to ``peak_rate``) keeps the net within
-    ``START_KEPT_MAX`` of the subsample eigenvectors it was fitted to
-    (``distance()``, label-free). RMSprop moves each weight by about its rate
-    at every step, whatever the gradient, so near the minimum the noise of
-    the minibatch graphs alone can carry the net away at a rate that suits a
-    random start; where it does, the net ends on a saddle. Each trial epoch is
-    undone (``variables``: the model's and the optimizer's, and the
-    minibatch ``generator``'s state), so that training then starts from the
-    warm start itself at the rate found, which is left in ``peak_rate``.
-    Returns the distance after each trial (all workers agree on each)."""
-    saved = [v.numpy() for v in variables]
-    stream = generator.state.numpy()
-    distances = []
-    while True:
-        run_epoch()
-        distances.append(distribute.agree({"distance": distance()}, strategy)["distance"])
-        for v, value in zip(variables, saved):
-            v.assign(value)
-        generator.state.assign(stream)
-        rate = float(peak_rate.numpy())
-        if distances[-1] <= START_KEPT_MAX or rate * schedule.factor < schedule.min_lr:
-            return distances
-        peak_rate.assign(rate * schedule.factor)
+def near_the_start(run_epoch, distance, optimizer, variables, schedule, strategy=None):
+    """``run_epoch`` held near the warm start: after each epoch, when
+    ``distance()`` (``start_distance``, agreed by all workers) exceeds
+    ``START_KEPT_MAX``, the epoch is undone (``variables``: the model's, the
+    Orthonorm kernel among them) and the rate cut by the plateau schedule's
+    own factor, unless that would take it under ``min_lr``.
+
+    RMSprop moves each weight by about its rate at every step, whatever the
+    gradient, so near the minimum the noise of the minibatch graphs alone can
+    carry the net off, at a rate that suits a random start, onto a saddle
+    whose loss is higher than the start's. The warm start says where the
+    minimum is; an epoch that leaves it is a step too long. Returns
+    (epoch, last): the guarded epoch, and a dict that holds, after each
+    call, that epoch's ``start_distance`` and whether it was ``undone``."""
+    last = {}
+
+    def epoch():
+        saved = [v.numpy() for v in variables]
+        loss = run_epoch()
+        far = distribute.agree({"d": distance()}, strategy)["d"]
+        cut = schedule.lr * schedule.factor
+        undone = far > START_KEPT_MAX and cut >= schedule.min_lr * (1 - 1e-6)
+        if undone:
+            for v, value in zip(variables, saved):
+                v.assign(value)
+            optimizer.learning_rate.assign(cut)
+        last.update(start_distance=far, undone=int(undone))
+        return loss
+
+    return epoch, last
 
 
 def train_spectralnet(
@@ -433,8 +449,6 @@ def train_spectralnet(
         optimizer = keras.optimizers.RMSprop(learning_rate)
         optimizer.build(model.trainable_variables)
     schedule = PlateauSchedule(optimizer, patience=patience, min_lr=min_lr)
-    # The rate the first epoch ramps up to from a warm start (``keep_the_start``).
-    peak_rate = tf.Variable(learning_rate, trainable=False, dtype=tf.float32)
     keep = VALIDATION_MAX_BATCHES * batch_size
     x_val, y_val = x_val[:keep], y_val[:keep]
     z_val = affinity.embed_all(x_val) if z_val is None else np.asarray(z_val, np.float32)[:keep]
@@ -462,7 +476,7 @@ def train_spectralnet(
         total = tf.constant(0.0)
         for _ in tf.range(steps):
             if init == "spectral":  # decided at trace time
-                warm_up(optimizer, peak_rate, steps_per_epoch)
+                warm_up(optimizer, learning_rate, steps_per_epoch)
             # Fresh minibatches, drawn once for all replicas.
             distribute.run(strategy, ortho_step, sample_rows(generator, n, ortho_batch_size))
             rows = sample_rows(generator, n, batch_size, labeled_rows, m_labeled)
@@ -475,26 +489,29 @@ def train_spectralnet(
                                  label_weight) for xb, w, yb in val_batches]
         return tf.add_n(losses) / len(losses)
 
+    one_epoch, guard = functools.partial(run_epoch, tf.constant(steps_per_epoch)), {}
+    started = {}
+    if init == "spectral":
+        warm = dict(batch_size=batch_size, laplacian=laplacian, seed=seed,
+                    labels=y_train if semi_supervised else None, strategy=strategy,
+                    z_train=None if z_train is None else z_tr.numpy())
+        if checkpointer is None or checkpointer.latest() is None:
+            started, start = spectral_warm_start(body, affinity, x_train, **warm)
+            if eigvecs is not None:  # where Algorithm 1 starts, against the true eigenvectors
+                started["start_grassmann"] = grassmann(map_batches(model, x_eval), eigvecs)
+        else:  # resumed: the same subsample and eigenvectors, not fitted again
+            start = warm_start_eigenvectors(affinity, x_train, body.outputs[0].shape[-1], **warm)
+        one_epoch, guard = near_the_start(
+            one_epoch, functools.partial(start_distance, body, x_train, start, strategy), optimizer,
+            list(model.variables), schedule, strategy)
+
     def monitor(epoch):
-        extra = {"iteration": (epoch + 1) * steps_per_epoch}
+        extra = {"iteration": (epoch + 1) * steps_per_epoch, **guard}
         if eigvecs is not None:
             extra["grassmann"] = grassmann(map_batches(model, x_eval), eigvecs)
         return extra
 
-    steps = tf.constant(steps_per_epoch)
-    started = {}
-    if init == "spectral" and (checkpointer is None or checkpointer.latest() is None):
-        started, distance = spectral_warm_start(
-            body, affinity, x_train, batch_size=batch_size, laplacian=laplacian,
-            seed=seed, labels=y_train if semi_supervised else None,
-            strategy=strategy, z_train=None if z_train is None else z_tr.numpy())
-        started["start_trials"] = keep_the_start(
-            functools.partial(run_epoch, steps), distance, optimizer, peak_rate, generator,
-            list(model.variables) + list(optimizer.variables), schedule, strategy)
-        started["start_lr"] = float(peak_rate.numpy())
-        if eigvecs is not None:  # where Algorithm 1 starts, against the true eigenvectors
-            started["start_grassmann"] = grassmann(map_batches(model, x_eval), eigvecs)
-    history = run_epochs(functools.partial(run_epoch, steps), validation_loss, schedule, epochs,
+    history = run_epochs(one_epoch, validation_loss, schedule, epochs,
                          verbose, monitor, name="SpectralNet", checkpointer=checkpointer,
                          objects={"model": list(model.variables), "optimizer": optimizer,
                                   "generator": generator}, started=started, log=log,

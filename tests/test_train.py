@@ -68,13 +68,13 @@ def test_spectral_warm_start_fits_the_body_to_the_subsample_eigenvectors():
     from spectralnet_tf.metrics import grassmann
     from spectralnet_tf.networks import build_spectralnet
     from spectralnet_tf.spectral import laplacian_eigenvectors
-    from spectralnet_tf.train import spectral_warm_start
+    from spectralnet_tf.train import spectral_warm_start, start_distance
 
     x, _ = _blobs()
     aff = GaussianKNNAffinity(n_nbrs=10, scale_nbr=3).fit(x, batch_size=256)
     model, body = build_spectralnet(2, 3, (64, 64), seed=0, output_activation="tanh")
     before = body.predict(x, verbose=0)
-    got, distance = spectral_warm_start(body, aff, x, batch_size=256, seed=0)
+    got, start = spectral_warm_start(body, aff, x, batch_size=256, seed=0)
     after = body.predict(x, verbose=0)
     # The same subsample and graph, independently: all 1200 points (fewer
     # than WARM_START_POINTS), ranks scaled by 1200/256.
@@ -85,7 +85,7 @@ def test_spectral_warm_start_fits_the_body_to_the_subsample_eigenvectors():
     # On a saddle one output direction is orthogonal to the eigenvectors
     # (distance >= 1); the start must be a tenth of that at most.
     assert got["init_grassmann"] < 0.1
-    assert distance() == pytest.approx(got["init_grassmann"], abs=1e-6)  # measured again
+    assert start_distance(body, x, start) == pytest.approx(got["init_grassmann"], abs=1e-6)
 
 
 def test_spectral_init_starts_near_the_minimum_and_is_recorded():
@@ -108,28 +108,58 @@ def test_spectral_init_starts_near_the_minimum_and_is_recorded():
     assert warm.history_["val_loss"][0] < 0.5 * cold.history_["val_loss"][0]
 
 
-def test_a_rate_that_loses_the_warm_start_is_cut_until_the_first_epoch_keeps_it():
+def test_an_epoch_that_leaves_the_start_is_undone_and_the_rate_cut():
+    """near_the_start on a stand-in epoch: beyond START_KEPT_MAX the model's
+    variables are put back as they were before the epoch and the rate cut by
+    the schedule's factor; within it, or where the cut would pass min_lr,
+    the epoch stands."""
+    from spectralnet_tf.train import START_KEPT_MAX, PlateauSchedule, near_the_start
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    optimizer = keras.optimizers.RMSprop(1e-2)
+    schedule = PlateauSchedule(optimizer, min_lr=1e-4)
+    far = {"d": 2 * START_KEPT_MAX}
+
+    def run_epoch():  # moves every weight
+        for v in model.variables:
+            v.assign_add(tf.ones_like(v))
+        return 0.5
+
+    epoch, last = near_the_start(run_epoch, lambda: far["d"], optimizer, model.variables,
+                                 schedule)
+    before = [v.numpy() for v in model.variables]
+    assert epoch() == 0.5
+    assert last == {"start_distance": 2 * START_KEPT_MAX, "undone": 1}
+    for v, b in zip(model.variables, before):
+        np.testing.assert_array_equal(v.numpy(), b)
+    assert schedule.lr == pytest.approx(1e-3)
+    epoch()  # cut to 1e-4, the floor: still undone
+    assert last["undone"] == 1 and schedule.lr == pytest.approx(1e-4)
+    epoch()  # a cut would pass min_lr: the epoch stands
+    assert last["undone"] == 0 and schedule.lr == pytest.approx(1e-4)
+    np.testing.assert_array_equal(model.variables[1].numpy(), before[1] + 1)
+    far["d"] = START_KEPT_MAX  # within: stands, rate unchanged
+    epoch()
+    assert last == {"start_distance": START_KEPT_MAX, "undone": 0}
+    np.testing.assert_array_equal(model.variables[1].numpy(), before[1] + 2)
+
+
+def test_a_fit_whose_rate_leaves_the_warm_start_cuts_it_and_ends_near_the_start():
     """RMSprop at a rate that suits a random start carries the net off the
-    warm start: each trial first epoch is undone, and the rate cut by the
-    schedule's factor until one keeps the start. Training then runs from the
-    warm start itself, as a fit started at that rate does."""
+    warm start on these blobs; the fit undoes those epochs, cuts the rate,
+    and ends near the start, as a fit at the cut rate does."""
     from spectralnet_tf import GaussianKNNAffinity, SpectralNet
     from spectralnet_tf.train import START_KEPT_MAX
 
-    x, _ = _blobs()
-    kw = dict(hidden_units=(64, 64), affinity=GaussianKNNAffinity(scale="local"), max_epochs=2,
+    x, y = _blobs()
+    kw = dict(hidden_units=(64, 64), affinity=GaussianKNNAffinity(scale="local"), max_epochs=4,
               steps_per_epoch=20, random_state=0, init="spectral")
-    fits = {lr: SpectralNet(3, learning_rate=lr, **kw).fit(x) for lr in (1.0, 0.01)}
-    lost, kept = fits[1.0].history_, fits[0.01].history_
-    assert len(lost["start_trials"]) == 3  # 1.0 and 0.1 lose it, 0.01 keeps it
-    assert min(lost["start_trials"][:2]) > 2 * START_KEPT_MAX
-    assert lost["start_trials"][2] <= START_KEPT_MAX
-    assert lost["start_lr"] == pytest.approx(0.01) == kept["start_lr"]
-    # Every trial was undone (weights, optimizer, minibatch stream): the
-    # kept trial and the training after it are those of the fit at 0.01.
-    assert kept["start_trials"] == lost["start_trials"][2:]
-    np.testing.assert_array_equal(fits[1.0].embedding_, fits[0.01].embedding_)
-    assert lost["lr"] == kept["lr"]
+    fast = SpectralNet(3, learning_rate=1.0, **kw).fit(x).history_
+    assert fast["undone"][:2] == [1, 1] and min(fast["start_distance"][:2]) > 2 * START_KEPT_MAX
+    assert fast["lr"][:2] == pytest.approx([0.1, 0.01])  # the rate after each epoch
+    assert fast["undone"][2:] == [0, 0] and max(fast["start_distance"][2:]) <= START_KEPT_MAX
+    slow = SpectralNet(3, learning_rate=0.01, **kw).fit(x).history_
+    assert slow["undone"] == [0, 0, 0, 0] and slow["lr"] == pytest.approx([0.01] * 4)
 
 
 def test_large_n_draws_are_distinct_uniform_and_cost_no_n_sized_work():
