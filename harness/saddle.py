@@ -231,7 +231,7 @@ def cmd_table(args):
         minutes = r["seconds"] / 60
         rate = r["matmul_gflops"]
         cost = f" ({r['seconds'] * rate / 1e3:.0f} TFLOP-equiv.)" if rate else ""
-        for name, net, key in (("the run's (random init)", r["run_net"], "run"),
+        for name, net, key in (("the run's net", r["run_net"], "run"),
                                (f"retrained, init={r['init']}", r["retrained"], "retrained")):
             new = key == "retrained"
             print(f"| {name} | {net['acc']:.4f} | {net['nmi']:.4f} | {net['grassmann']:.4f} "

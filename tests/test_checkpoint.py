@@ -37,6 +37,11 @@ def test_resumed_training_equals_uninterrupted_training(tmp_path, monkeypatch, i
     resumed_model, resumed_hist = _train(6, ckpt, init=init)
     if init == "spectral":  # recorded before the first epoch, restored with the history
         assert resumed_hist["init_grassmann"] == full_hist["init_grassmann"]
+        # The resumed epochs measure against the same subsample eigenvectors,
+        # computed again, not fitted to again.
+        assert len(resumed_hist["start_distance"]) == 6
+        np.testing.assert_allclose(resumed_hist["start_distance"], full_hist["start_distance"],
+                                   rtol=1e-4, atol=1e-6)
     for a, b in zip(full_model.get_weights(), resumed_model.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(resumed_hist["val_loss"], full_hist["val_loss"], rtol=1e-4)
