@@ -34,8 +34,8 @@ WARM_START_STEPS = 500
 WARM_START_LR = 1e-3
 #: RMS of the regression targets: inside tanh's range; Orthonorm undoes the scale.
 WARM_START_RMS = 0.25
-#: Algorithm 1 must refine the warm start, not leave it. An epoch after which
-#: F_theta is farther than this (Grassmann distance) from the subsample
+#: Algorithm 1 must refine the warm start, not leave it. An epoch that takes
+#: F_theta farther than this (Grassmann distance) from the subsample
 #: eigenvectors it was fitted to has left the start: half of the one whole
 #: direction by which a saddle is off (distance >= 1).
 START_KEPT_MAX = 0.5
@@ -334,31 +334,42 @@ def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnor
 
 
 def near_the_start(run_epoch, distance, optimizer, variables, schedule, strategy=None):
-    """``run_epoch`` held near the warm start: after each epoch, when
+    """``run_epoch`` held near the warm start: an epoch after which
     ``distance()`` (``start_distance``, agreed by all workers) exceeds
-    ``START_KEPT_MAX``, the epoch is undone (``variables``: the model's, the
-    Orthonorm kernel among them) and the rate cut by the plateau schedule's
-    own factor, unless that would take it under ``min_lr``.
+    ``START_KEPT_MAX`` and is larger than before it is undone
+    (``variables``: the model's, the Orthonorm kernel among them) and the
+    rate cut by the plateau schedule's own factor, unless that would take it
+    under ``min_lr``. A start that did not take (farther than
+    ``START_KEPT_MAX`` to begin with) holds the net only against moving
+    farther still.
 
     RMSprop moves each weight by about its rate at every step, whatever the
     gradient, so near the minimum the noise of the minibatch graphs alone can
     carry the net off, at a rate that suits a random start, onto a saddle
-    whose loss is higher than the start's. The warm start says where the
+    whose loss is higher than the minimum's. The warm start says where the
     minimum is; an epoch that leaves it is a step too long. Returns
     (epoch, last): the guarded epoch, and a dict that holds, after each
     call, that epoch's ``start_distance`` and whether it was ``undone``."""
-    last = {}
+    last, here = {}, []
+
+    def measure():
+        return distribute.agree({"d": distance()}, strategy)["d"]
 
     def epoch():
+        if not here:  # the first epoch of this fit, or of its resumption
+            here.append(measure())
         saved = [v.numpy() for v in variables]
         loss = run_epoch()
-        far = distribute.agree({"d": distance()}, strategy)["d"]
+        far = measure()
         cut = schedule.lr * schedule.factor
-        undone = far > START_KEPT_MAX and cut >= schedule.min_lr * (1 - 1e-6)
+        undone = (far > START_KEPT_MAX and far > here[0]
+                  and cut >= schedule.min_lr * (1 - 1e-6))
         if undone:
             for v, value in zip(variables, saved):
                 v.assign(value)
             optimizer.learning_rate.assign(cut)
+        else:
+            here[0] = far
         last.update(start_distance=far, undone=int(undone))
         return loss
 
@@ -400,7 +411,8 @@ def train_spectralnet(
     gradient steps, then set the Orthonorm kernel on the whole training set.
     With ``init="spectral"`` the net is first fitted to exact eigenvectors on
     a subsample (``spectral_warm_start``; not repeated when a checkpoint is
-    resumed).
+    resumed), and an epoch that takes it away from that start is undone at a
+    tenth of the rate (``near_the_start``).
 
     ``body`` maps x to the input of the Orthonorm layer (``model.layers[-1]``).
     ``gradient="projected"`` projects the loss gradient with respect to Y onto

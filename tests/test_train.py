@@ -108,40 +108,65 @@ def test_spectral_init_starts_near_the_minimum_and_is_recorded():
     assert warm.history_["val_loss"][0] < 0.5 * cold.history_["val_loss"][0]
 
 
-def test_an_epoch_that_leaves_the_start_is_undone_and_the_rate_cut():
-    """near_the_start on a stand-in epoch: beyond START_KEPT_MAX the model's
-    variables are put back as they were before the epoch and the rate cut by
-    the schedule's factor; within it, or where the cut would pass min_lr,
-    the epoch stands."""
-    from spectralnet_tf.train import START_KEPT_MAX, PlateauSchedule, near_the_start
+def _guarded(distances, min_lr=1e-4):
+    """near_the_start around a stand-in epoch that moves every weight by 1,
+    its distances read in turn from ``distances`` (the first: before the
+    first epoch)."""
+    from spectralnet_tf.train import PlateauSchedule, near_the_start
 
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
     optimizer = keras.optimizers.RMSprop(1e-2)
-    schedule = PlateauSchedule(optimizer, min_lr=1e-4)
-    far = {"d": 2 * START_KEPT_MAX}
+    schedule = PlateauSchedule(optimizer, min_lr=min_lr)
 
-    def run_epoch():  # moves every weight
+    def run_epoch():
         for v in model.variables:
             v.assign_add(tf.ones_like(v))
         return 0.5
 
-    epoch, last = near_the_start(run_epoch, lambda: far["d"], optimizer, model.variables,
+    reads = iter(distances)
+    epoch, last = near_the_start(run_epoch, lambda: next(reads), optimizer, model.variables,
                                  schedule)
-    before = [v.numpy() for v in model.variables]
+    return model, schedule, epoch, last
+
+
+def test_an_epoch_that_leaves_the_start_is_undone_and_the_rate_cut():
+    """Beyond START_KEPT_MAX and farther than before, an epoch is undone (the
+    model's variables as they were) and the rate cut by the schedule's
+    factor, until the cut would pass min_lr; within it the epoch stands."""
+    from spectralnet_tf.train import START_KEPT_MAX
+
+    far = 2 * START_KEPT_MAX
+    model, schedule, epoch, last = _guarded([0.1, far, far, far, START_KEPT_MAX])
+    bias = model.variables[1].numpy()
     assert epoch() == 0.5
-    assert last == {"start_distance": 2 * START_KEPT_MAX, "undone": 1}
-    for v, b in zip(model.variables, before):
-        np.testing.assert_array_equal(v.numpy(), b)
+    assert last == {"start_distance": far, "undone": 1}
+    np.testing.assert_array_equal(model.variables[1].numpy(), bias)
     assert schedule.lr == pytest.approx(1e-3)
     epoch()  # cut to 1e-4, the floor: still undone
     assert last["undone"] == 1 and schedule.lr == pytest.approx(1e-4)
     epoch()  # a cut would pass min_lr: the epoch stands
     assert last["undone"] == 0 and schedule.lr == pytest.approx(1e-4)
-    np.testing.assert_array_equal(model.variables[1].numpy(), before[1] + 1)
-    far["d"] = START_KEPT_MAX  # within: stands, rate unchanged
-    epoch()
+    np.testing.assert_array_equal(model.variables[1].numpy(), bias + 1)
+    epoch()  # back within: stands, rate unchanged
     assert last == {"start_distance": START_KEPT_MAX, "undone": 0}
-    np.testing.assert_array_equal(model.variables[1].numpy(), before[1] + 2)
+    np.testing.assert_array_equal(model.variables[1].numpy(), bias + 2)
+
+
+def test_a_start_that_did_not_take_holds_the_net_only_against_moving_farther():
+    """From a warm start already beyond START_KEPT_MAX, epochs that come
+    closer stand; one that goes farther than the net was is undone."""
+    from spectralnet_tf.train import START_KEPT_MAX
+
+    model, schedule, epoch, last = _guarded([1.5, 1.2, 1.3, 0.9], min_lr=1e-8)
+    bias = model.variables[1].numpy()
+    epoch()  # 1.5 -> 1.2: closer, stands
+    assert last == {"start_distance": 1.2, "undone": 0} and schedule.lr == pytest.approx(1e-2)
+    epoch()  # 1.2 -> 1.3: farther, undone
+    assert last["undone"] == 1 and schedule.lr == pytest.approx(1e-3)
+    np.testing.assert_array_equal(model.variables[1].numpy(), bias + 1)
+    epoch()  # 1.2 -> 0.9: closer, stands
+    assert last == {"start_distance": 0.9, "undone": 0} and 0.9 > START_KEPT_MAX
+    np.testing.assert_array_equal(model.variables[1].numpy(), bias + 2)
 
 
 def test_a_fit_whose_rate_leaves_the_warm_start_cuts_it_and_ends_near_the_start():
