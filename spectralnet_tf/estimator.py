@@ -283,8 +283,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         one minibatch; all of them if there are fewer), so that Algorithm 1
         starts near the minimum of its loss rather than where it can stop on
         a saddle (``train.spectral_warm_start``). An epoch of Algorithm 1
-        that takes the net away from that start (``train.near_the_start``)
-        is undone and the learning rate cut by 10. ``history_`` then holds
+        that ends more than half a direction from that start, and farther
+        than it began, is undone and the learning rate cut by 10, unless
+        that would reach ``min_lr`` (``train.near_the_start``). ``history_`` then holds
         "init_grassmann" and "init_seconds", and per epoch "start_distance"
         and "undone".
     dtype_policy : {"float32", "mixed_bfloat16", "auto"}, default="float32"

@@ -279,7 +279,7 @@ def warm_start_eigenvectors(affinity, x_train, k, *, batch_size, laplacian="unno
 def start_distance(body, x_train, start, strategy=None):
     """The Grassmann distance between ``body``'s outputs on the warm start's
     subsample and its eigenvectors (``start``: ``warm_start_eigenvectors``'s
-    rows and targets). Label-free."""
+    rows and targets). No label enters beyond those the fit was given."""
     rows, target = start
     return grassmann(distribute.map_rows(body, x_train[rows], distribute.get(strategy)), target)
 
@@ -334,14 +334,17 @@ def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnor
 
 
 def near_the_start(run_epoch, distance, optimizer, variables, schedule, strategy=None):
-    """``run_epoch`` held near the warm start: an epoch after which
+    """``run_epoch`` held near the warm start. An epoch after which
     ``distance()`` (``start_distance``, agreed by all workers) exceeds
-    ``START_KEPT_MAX`` and is larger than before it is undone
-    (``variables``: the model's, the Orthonorm kernel among them) and the
-    rate cut by the plateau schedule's own factor, unless that would take it
-    under ``min_lr``. A start that did not take (farther than
+    ``START_KEPT_MAX`` and is larger than before it, is undone (``variables``:
+    the model's, the Orthonorm kernel among them; the optimizer's state
+    stays) and the rate cut by the plateau schedule's own factor, which
+    restarts its patience count as its own cuts do. Where that cut would
+    reach ``min_lr``, the epoch stands instead: stopping stays the
+    schedule's decision. A start that did not take (farther than
     ``START_KEPT_MAX`` to begin with) holds the net only against moving
-    farther still.
+    farther still. The epoch's loss is that of the weights undone; the
+    validation loss is taken after, on the weights kept.
 
     RMSprop moves each weight by about its rate at every step, whatever the
     gradient, so near the minimum the noise of the minibatch graphs alone can
@@ -363,11 +366,12 @@ def near_the_start(run_epoch, distance, optimizer, variables, schedule, strategy
         far = measure()
         cut = schedule.lr * schedule.factor
         undone = (far > START_KEPT_MAX and far > here[0]
-                  and cut >= schedule.min_lr * (1 - 1e-6))
+                  and cut > schedule.min_lr * (1 + 1e-6))
         if undone:
             for v, value in zip(variables, saved):
                 v.assign(value)
             optimizer.learning_rate.assign(cut)
+            schedule.wait = 0  # a cut restarts the patience count, as the schedule's own do
         else:
             here[0] = far
         last.update(start_distance=far, undone=int(undone))
@@ -411,8 +415,8 @@ def train_spectralnet(
     gradient steps, then set the Orthonorm kernel on the whole training set.
     With ``init="spectral"`` the net is first fitted to exact eigenvectors on
     a subsample (``spectral_warm_start``; not repeated when a checkpoint is
-    resumed), and an epoch that takes it away from that start is undone at a
-    tenth of the rate (``near_the_start``).
+    resumed), and an epoch that takes it away from that start is undone and
+    the rate cut to a tenth (``near_the_start``).
 
     ``body`` maps x to the input of the Orthonorm layer (``model.layers[-1]``).
     ``gradient="projected"`` projects the loss gradient with respect to Y onto

@@ -132,20 +132,20 @@ def _guarded(distances, min_lr=1e-4):
 def test_an_epoch_that_leaves_the_start_is_undone_and_the_rate_cut():
     """Beyond START_KEPT_MAX and farther than before, an epoch is undone (the
     model's variables as they were) and the rate cut by the schedule's
-    factor, until the cut would pass min_lr; within it the epoch stands."""
+    factor, its patience count restarted; where the cut would reach min_lr,
+    or within START_KEPT_MAX, the epoch stands."""
     from spectralnet_tf.train import START_KEPT_MAX
 
     far = 2 * START_KEPT_MAX
-    model, schedule, epoch, last = _guarded([0.1, far, far, far, START_KEPT_MAX])
+    model, schedule, epoch, last = _guarded([0.1, far, far, START_KEPT_MAX])
     bias = model.variables[1].numpy()
+    schedule.wait = 3
     assert epoch() == 0.5
     assert last == {"start_distance": far, "undone": 1}
     np.testing.assert_array_equal(model.variables[1].numpy(), bias)
-    assert schedule.lr == pytest.approx(1e-3)
-    epoch()  # cut to 1e-4, the floor: still undone
-    assert last["undone"] == 1 and schedule.lr == pytest.approx(1e-4)
-    epoch()  # a cut would pass min_lr: the epoch stands
-    assert last["undone"] == 0 and schedule.lr == pytest.approx(1e-4)
+    assert schedule.lr == pytest.approx(1e-3) and schedule.wait == 0
+    epoch()  # a cut would reach min_lr (1e-4): the epoch stands, stopping is the schedule's
+    assert last == {"start_distance": far, "undone": 0} and schedule.lr == pytest.approx(1e-3)
     np.testing.assert_array_equal(model.variables[1].numpy(), bias + 1)
     epoch()  # back within: stands, rate unchanged
     assert last == {"start_distance": START_KEPT_MAX, "undone": 0}
