@@ -22,6 +22,9 @@ VARIANTS = {
                           "affinity": GaussianKNNAffinity(scale="local")}, False),
     "full": ({"affinity": "full"}, True),
     "spectral-init": ({"init": "spectral", "affinity": GaussianKNNAffinity(scale="local")}, True),
+    # A rate far too large for the warm start: its first epoch is undone and the rate cut.
+    "spectral-undo": ({"init": "spectral", "affinity": GaussianKNNAffinity(scale="local"),
+                       "learning_rate": 1.0}, False),
     "siamese": ({"affinity_embedding": SiameseEmbedding(hidden_units=(32, 8), max_epochs=2,
                                                         batch_size=64)}, False),
 }
@@ -57,7 +60,8 @@ for variant in args.variants:
                   embedding=net.embedding_, labels=net.labels_, predicted=net.predict(X[::3]),
                   transformed=net.transform(X[::3]))
     if "init_grassmann" in net.history_:  # the warm start ran
-        arrays["init_grassmann"] = np.array(net.history_["init_grassmann"])
+        for key in ("init_grassmann", "start_distance", "undone", "lr"):
+            arrays[key] = np.array(net.history_[key])
     if variant == "siamese":
         arrays["siamese_loss"] = np.array(net.siamese_history_["loss"])
         arrays.update({f"siamese{i}": w.numpy() for i, w in enumerate(net.siamese_.weights)})

@@ -158,7 +158,8 @@ def test_localhost_cluster_needs_a_positive_worker_count(n):
 
 
 # ------------------------------------------------------------ subprocesses
-VARIANTS = ["knn", "labels", "normalized-local", "full", "spectral-init", "siamese"]
+VARIANTS = ["knn", "labels", "normalized-local", "full", "spectral-init", "spectral-undo",
+            "siamese"]
 
 
 def _fit(out, *flags):
@@ -181,6 +182,9 @@ def _assert_same_training(one, many):
     assert ("init_grassmann" in one.files) == ("init_grassmann" in many.files)
     if "init_grassmann" in one.files:
         np.testing.assert_allclose(many["init_grassmann"], one["init_grassmann"], rtol=LOSS_RTOL)
+        np.testing.assert_allclose(many["start_distance"], one["start_distance"], rtol=LOSS_RTOL)
+        for key in ("undone", "lr"):  # the same decisions, agreed by the replicas
+            np.testing.assert_array_equal(many[key], one[key], err_msg=key)
 
 
 @pytest.fixture(scope="module")
@@ -198,6 +202,8 @@ def two_devices(tmp_path_factory):
 def test_two_logical_cpus_equal_single_device_training(variant, single_device, two_devices):
     if variant == "spectral-init":
         assert "init_grassmann" in single_device[variant].files  # the warm start ran
+    if variant == "spectral-undo":  # an epoch was undone, the same way on both layouts
+        assert single_device[variant]["undone"][0] == 1
     """kNN; with labels; normalized Laplacian and local scales; all pairs with labels;
     the spectral warm start (with labels), whose learning-rate ramp is assigned
     in the compiled loop."""
