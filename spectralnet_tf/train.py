@@ -284,8 +284,7 @@ def start_distance(body, x_train, start, strategy=None):
     return grassmann(distribute.map_rows(body, x_train[rows], distribute.get(strategy)), target)
 
 
-def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnormalized",
-                        seed=0, labels=None, strategy=None, z_train=None):
+def spectral_warm_start(body, x_train, start, *, batch_size, seed=0, strategy=None):
     """Start F_theta near the minimum of the loss, not at a random point.
 
     Algorithm 1 from random weights can stop on a saddle: one output direction
@@ -293,18 +292,14 @@ def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnor
     does not rotate it out before the schedule decays. Here ``body`` (the
     input of Orthonorm) is fitted by least squares, in ``WARM_START_STEPS``
     minibatch steps, to the exact eigenvectors of the graph on a subsample
-    (``warm_start_eigenvectors``, which takes ``labels`` and ``z_train`` as
-    ``train_spectralnet`` does). Algorithm 1 then starts in the basin of the
-    minimum. Uses its own random streams, seeded by ``seed``. Returns
-    ``({"init_grassmann": ..., "init_seconds": ...}, start)``: the
-    ``start_distance`` of the fitted body (how well the net took the start),
-    and the subsample's (rows, targets).
+    (``start``: ``warm_start_eigenvectors``'s rows and targets). Algorithm 1
+    then starts in the basin of the minimum. Uses its own random streams,
+    seeded by ``seed``. Returns ``{"init_grassmann": ..., "init_seconds": ...}``:
+    the ``start_distance`` of the fitted body (how well the net took the
+    start) and the seconds of the fit.
     """
     begin = time.perf_counter()
     strategy = distribute.get(strategy)
-    start = warm_start_eigenvectors(
-        affinity, x_train, body.outputs[0].shape[-1], batch_size=batch_size,
-        laplacian=laplacian, seed=seed, labels=labels, strategy=strategy, z_train=z_train)
     rows, target = start
     size = len(rows)
     x_sub, target = tf.constant(x_train[rows]), tf.constant(target)
@@ -330,7 +325,7 @@ def spectral_warm_start(body, affinity, x_train, *, batch_size, laplacian="unnor
 
     fit()
     return {"init_grassmann": start_distance(body, x_train, start, strategy),
-            "init_seconds": time.perf_counter() - begin}, start
+            "init_seconds": time.perf_counter() - begin}
 
 
 def near_the_start(run_epoch, distance, optimizer, variables, schedule, strategy=None):
@@ -353,19 +348,20 @@ def near_the_start(run_epoch, distance, optimizer, variables, schedule, strategy
     minimum is; an epoch that leaves it is a step too long. Returns
     (epoch, last): the guarded epoch, and a dict that holds, after each
     call, that epoch's ``start_distance`` and whether it was ``undone``."""
-    last, here = {}, []
+    last, here = {}, None
 
     def measure():
         return distribute.agree({"d": distance()}, strategy)["d"]
 
     def epoch():
-        if not here:  # the first epoch of this fit, or of its resumption
-            here.append(measure())
+        nonlocal here
+        if here is None:  # the first epoch of this fit, or of its resumption
+            here = measure()
         saved = [v.numpy() for v in variables]
         loss = run_epoch()
         far = measure()
         cut = schedule.lr * schedule.factor
-        undone = (far > START_KEPT_MAX and far > here[0]
+        undone = (far > START_KEPT_MAX and far > here
                   and cut > schedule.min_lr * (1 + 1e-6))
         if undone:
             for v, value in zip(variables, saved):
@@ -373,7 +369,7 @@ def near_the_start(run_epoch, distance, optimizer, variables, schedule, strategy
             optimizer.learning_rate.assign(cut)
             schedule.wait = 0  # a cut restarts the patience count, as the schedule's own do
         else:
-            here[0] = far
+            here = far
         last.update(start_distance=far, undone=int(undone))
         return loss
 
@@ -508,15 +504,16 @@ def train_spectralnet(
     one_epoch, guard = functools.partial(run_epoch, tf.constant(steps_per_epoch)), {}
     started = {}
     if init == "spectral":
-        warm = dict(batch_size=batch_size, laplacian=laplacian, seed=seed,
-                    labels=y_train if semi_supervised else None, strategy=strategy,
-                    z_train=None if z_train is None else z_tr.numpy())
+        # Computed again on resume (same seed, same start), but not fitted to again.
+        start = warm_start_eigenvectors(
+            affinity, x_train, body.outputs[0].shape[-1], batch_size=batch_size,
+            laplacian=laplacian, seed=seed, labels=y_train if semi_supervised else None,
+            strategy=strategy, z_train=None if z_train is None else z_tr.numpy())
         if checkpointer is None or checkpointer.latest() is None:
-            started, start = spectral_warm_start(body, affinity, x_train, **warm)
+            started = spectral_warm_start(body, x_train, start, batch_size=batch_size, seed=seed,
+                                          strategy=strategy)
             if eigvecs is not None:  # where Algorithm 1 starts, against the true eigenvectors
                 started["start_grassmann"] = grassmann(map_batches(model, x_eval), eigvecs)
-        else:  # resumed: the same subsample and eigenvectors, not fitted again
-            start = warm_start_eigenvectors(affinity, x_train, body.outputs[0].shape[-1], **warm)
         one_epoch, guard = near_the_start(
             one_epoch, functools.partial(start_distance, body, x_train, start, strategy), optimizer,
             list(model.variables), schedule, strategy)

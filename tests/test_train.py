@@ -68,13 +68,14 @@ def test_spectral_warm_start_fits_the_body_to_the_subsample_eigenvectors():
     from spectralnet_tf.metrics import grassmann
     from spectralnet_tf.networks import build_spectralnet
     from spectralnet_tf.spectral import laplacian_eigenvectors
-    from spectralnet_tf.train import spectral_warm_start, start_distance
+    from spectralnet_tf.train import spectral_warm_start, start_distance, warm_start_eigenvectors
 
     x, _ = _blobs()
     aff = GaussianKNNAffinity(n_nbrs=10, scale_nbr=3).fit(x, batch_size=256)
     model, body = build_spectralnet(2, 3, (64, 64), seed=0, output_activation="tanh")
     before = body.predict(x, verbose=0)
-    got, start = spectral_warm_start(body, aff, x, batch_size=256, seed=0)
+    start = warm_start_eigenvectors(aff, x, 3, batch_size=256, seed=0)
+    got = spectral_warm_start(body, x, start, batch_size=256, seed=0)
     after = body.predict(x, verbose=0)
     # The same subsample and graph, independently: all 1200 points (fewer
     # than WARM_START_POINTS), ranks scaled by 1200/256.
