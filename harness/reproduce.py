@@ -163,6 +163,9 @@ def build_parser():
                     help="Siamese positive pairs come from each point's SIAMESE_NBRS "
                          "nearest neighbours (0, with --views: views alone, no neighbour "
                          "search)")
+    hp.add_argument("--siamese-max-samples", type=POSITIVE_INT, dest="siamese_max_samples",
+                    help="build the Siamese pairs on at most this many points, drawn at "
+                         "random (default: all; infimnist: 70,000)")
     mn = p.add_argument_group("MNIST, infinite MNIST and Reuters (paper Table 1)")
     mn.add_argument("--data-dir", help=f"folder with mnist.npz or reuters.h5 "
                     f"(default: ${DATA_DIR_ENV})")
@@ -243,7 +246,8 @@ def parse_args(argv=None):
 AFFINITY_FLAGS = ("n_nbrs", "scale_nbr", "scale", "label_strength")
 SIAMESE_FLAGS = {"siamese_max_epochs": "max_epochs", "siamese_steps_per_epoch": "steps_per_epoch",
                  "siamese_n_nbrs": "n_nbrs", "siamese_dtype_policy": "dtype_policy",
-                 "siamese_n_views": "n_views", "patience": "patience"}
+                 "siamese_n_views": "n_views", "siamese_max_samples": "max_samples",
+                 "patience": "patience"}
 
 
 def build_config(args):

@@ -755,14 +755,17 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         labels_val, labels_train = labels[perm[:plan.n_val]], labels[perm[plan.n_val:]]
         embedding = plan.affinity_embedding
         if siamese:  # a copy, fitted here: the parameter itself stays unfitted
+            # The training rows the pairs are built on (at most max_samples).
+            drawn = embedding.sample_rows(len(z_train), siamese_seed)
+            rows, labels_pairs = perm[plan.n_val:][drawn], labels_train[drawn]
             # Views transform the input: made from X, encoded as Z was.
             start = time.perf_counter()
             view_coords = embedding.view_coordinates(X, siamese_seed, encode=self.encoder,
-                                                     rows=perm[plan.n_val:],
-                                                     strategy=self._strategy())
+                                                     rows=rows, strategy=self._strategy())
             view_seconds = time.perf_counter() - start
-            embedding.fit(z_train, labels=labels_train if (labels_train >= 0).any() else None,
-                          groups=None if groups is None else groups[perm[plan.n_val:]],
+            embedding.fit(z_train[drawn],
+                          labels=labels_pairs if (labels_pairs >= 0).any() else None,
+                          groups=None if groups is None else groups[rows],
                           view_coords=view_coords, seed=siamese_seed, verbose=self.verbose,
                           checkpointer=checkpointers.get("siamese"), strategy=self._strategy(),
                           log=self._epoch_log("siamese"))

@@ -25,6 +25,9 @@ from .streaming import Rows, map_batches
 from .train import PlateauSchedule, run_epochs, sample_rows
 from .views import ViewRows, make_view, view_seeds
 
+#: Draws ``SiameseEmbedding.sample_rows`` from a stream apart from the pairs'.
+_SAMPLE_STREAM = 1
+
 #: The validation loss is taken on at most this many of the held-out pairs
 #: (MNIST: 63,000), so an epoch's cost does not grow with n.
 VALIDATION_MAX_PAIRS = 65536
@@ -339,6 +342,12 @@ class SiameseEmbedding(BaseEstimator):
     n_views : int or "auto", default="auto"
         View positives per point; "auto": as many as ``n_nbrs`` (the
         neighbour positives), and 1 when ``n_nbrs=0``.
+    max_samples : int or None, default=None
+        Build the pairs on at most this many of the points, drawn at random
+        (None: all): their neighbours among those drawn, their views, their
+        negatives and any labelled pairs. Above it, building the pairs costs
+        the same at any n; with ``steps_per_epoch`` training does too, and
+        the net, a function of the input, still embeds every point.
 
     Attributes
     ----------
@@ -359,7 +368,8 @@ class SiameseEmbedding(BaseEstimator):
     def __init__(self, hidden_units=(1024, 1024, 512, 10), output_activation="linear",
                  n_nbrs=2, positives_per_point=None, batch_size=128, learning_rate=1e-3,
                  max_epochs=100, steps_per_epoch=None, patience=10, min_lr=1e-8,
-                 dtype_policy="float32", neighbors="auto", views=None, n_views="auto"):
+                 dtype_policy="float32", neighbors="auto", views=None, n_views="auto",
+                 max_samples=None):
         self.hidden_units = hidden_units
         self.output_activation = output_activation
         self.n_nbrs = n_nbrs
@@ -374,6 +384,7 @@ class SiameseEmbedding(BaseEstimator):
         self.neighbors = neighbors
         self.views = views
         self.n_views = n_views
+        self.max_samples = max_samples
 
     def check_params(self, strategy=None):
         """Raise a ValueError naming the first bad parameter; under a
@@ -385,6 +396,8 @@ class SiameseEmbedding(BaseEstimator):
             if self.n_views != "auto":
                 check_int("n_views", self.n_views, 1)
         check_int("n_nbrs", self.n_nbrs, 0 if self.views is not None else 1)
+        if self.max_samples is not None:
+            check_int("max_samples", self.max_samples, 2)
         if self.positives_per_point is not None:
             check_int("positives_per_point", self.positives_per_point, 1)
         check_int("batch_size", self.batch_size, 1)
@@ -407,6 +420,15 @@ class SiameseEmbedding(BaseEstimator):
         if self.views is None:
             return 0
         return max(self.n_nbrs, 1) if self.n_views == "auto" else self.n_views
+
+    def sample_rows(self, n, seed):
+        """Which of n points ``fit`` builds pairs on: ``slice(None)`` (all)
+        or, above ``max_samples``, that many row numbers, ascending, drawn
+        from ``seed`` alone."""
+        if self.max_samples is None or n <= self.max_samples:
+            return slice(None)
+        rng = np.random.default_rng([seed, _SAMPLE_STREAM])
+        return np.sort(rng.choice(n, self.max_samples, replace=False))
 
     def view_coordinates(self, X, seed, encode=None, rows=None, strategy=None):
         """The views of X's rows that ``fit`` pairs them with: (V, m, d) for
@@ -436,24 +458,33 @@ class SiameseEmbedding(BaseEstimator):
             checkpointer=None, strategy=None, log=None):
         """Train a new net on the pairs of X (``make_pairs``): its nearest
         neighbours and its views, plus pairs from ``labels`` (-1: unknown) and
-        ``groups`` (ids of views of one item), if given. ``y`` is ignored.
-        ``view_coords`` (V, n, d) are the views in X's space, as
+        ``groups`` (ids of views of one item), if given; above
+        ``max_samples`` points, on the rows ``sample_rows`` draws. ``y`` is
+        ignored. ``view_coords`` (V, n, d) are the views in X's space, as
         ``view_coordinates`` makes them; by default made here from X itself.
         With a ``checkpointer`` it checkpoints each epoch and resumes from
         one; under a ``tf.distribute`` ``strategy`` each minibatch is split
         over its replicas. ``log(epoch, values)`` gets each epoch's values
         (``train.run_epochs``). Returns self."""
         self.check_params(strategy)
-        view_seconds = 0.0
-        if self.views is not None and view_coords is None:
-            start = time.perf_counter()
-            view_coords = self.view_coordinates(X, seed, strategy=strategy)
-            view_seconds = time.perf_counter() - start
         if view_coords is not None:
             expected = (self.resolved_n_views(), len(X), np.shape(X)[1])
             if np.shape(view_coords) != expected:
                 raise ValueError(f"view_coords must have shape (n_views, n_samples, n_features) "
                                  f"= {expected}, got {np.shape(view_coords)}.")
+        rows = self.sample_rows(len(X), seed)
+        drawn = not isinstance(rows, slice)
+        view_seconds = 0.0
+        if self.views is not None and view_coords is None:
+            start = time.perf_counter()  # views of the drawn rows, by their row numbers
+            view_coords = self.view_coordinates(X, seed, rows=rows if drawn else None,
+                                                strategy=strategy)
+            view_seconds = time.perf_counter() - start
+        elif view_coords is not None and drawn:
+            view_coords = np.asarray(view_coords)[:, rows]
+        if drawn:
+            X = np.asarray(X)[rows]
+            labels, groups = (None if a is None else np.asarray(a)[rows] for a in (labels, groups))
         self.model_, self.history_ = fit_siamese(
             X, hidden_units=tuple(self.hidden_units), output_activation=self.output_activation,
             n_nbrs=self.n_nbrs, positives_per_point=self.positives_per_point,

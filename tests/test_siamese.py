@@ -174,6 +174,107 @@ def test_siamese_embedding_names_a_bad_parameter():
         (dict(learning_rate=0), r"learning_rate must be a number > 0, got learning_rate=0"),
         (dict(neighbors="faiss"), r"neighbors must be one of .*got neighbors='faiss'"),
         (dict(dtype_policy="bfloat16"), r"dtype_policy must be one of .*'bfloat16'"),
+        (dict(max_samples=1), r"max_samples must be an integer >= 2, got max_samples=1"),
     ]:
         with pytest.raises(ValueError, match=match):
             SiameseEmbedding(**kwargs).check_params()
+
+
+class CountingNeighbors:
+    """Exact neighbours that keep the size of every set they search."""
+
+    def __init__(self):
+        self.searched = []
+
+    def kneighbors(self, x, n_neighbors):
+        self.searched.append(len(x))
+        return ExactNeighbors().kneighbors(x, n_neighbors)
+
+
+class IndexView:
+    """A view that keeps the row numbers it was given (x + 1, as a view)."""
+
+    def __init__(self):
+        self.index = []
+
+    def __call__(self, x, index, seed):
+        self.index.append(np.asarray(index))
+        return x + 1.0
+
+
+def test_max_samples_draws_the_rows_from_the_seed_alone():
+    from spectralnet_tf.siamese import SiameseEmbedding
+
+    emb = SiameseEmbedding(max_samples=50)
+    assert emb.sample_rows(50, seed=0) == slice(None)
+    assert SiameseEmbedding().sample_rows(10**6, seed=0) == slice(None)
+    rows = emb.sample_rows(300, seed=3)
+    assert len(rows) == len(set(rows)) == 50 and np.all(np.diff(rows) > 0)
+    assert 0 <= rows.min() and rows.max() < 300
+    np.testing.assert_array_equal(rows, emb.sample_rows(300, seed=3))
+    assert not np.array_equal(rows, emb.sample_rows(300, seed=4))
+
+
+def test_max_samples_fits_the_net_of_the_drawn_rows_and_their_views():
+    from sklearn.base import clone
+
+    from spectralnet_tf.siamese import SiameseEmbedding
+
+    x, y = _blobs()
+    labels = np.where(np.arange(len(x)) % 10 == 0, y, -1)
+    groups = np.arange(len(x)) % 7
+    view = IndexView()
+    emb = SiameseEmbedding(hidden_units=(16, 4), n_nbrs=3, batch_size=64, max_epochs=2,
+                           steps_per_epoch=3, neighbors="exact", views=view, n_views=2,
+                           max_samples=120)
+    given_params = clone(emb).get_params()
+    drawn = emb.fit(x, labels=labels, groups=groups, seed=1)  # view: not a copy
+    rows = emb.sample_rows(len(x), seed=1)
+    # Views are made for the drawn rows only, by their row numbers in x.
+    assert sorted(np.concatenate(view.index)) == sorted(np.tile(rows, 2))
+    coords = np.stack([x[rows] + 1.0] * 2)
+    given = SiameseEmbedding(**given_params).set_params(max_samples=None).fit(
+        x[rows], labels=labels[rows], groups=groups[rows], view_coords=coords, seed=1)
+    assert drawn.history_["loss"] == given.history_["loss"]
+    for mine, theirs in zip(drawn.model_.get_weights(), given.model_.get_weights()):
+        np.testing.assert_array_equal(mine, theirs)
+    # Views given for all of x are taken at the drawn rows.
+    whole = SiameseEmbedding(**given_params).fit(x, labels=labels, groups=groups, seed=1,
+                           view_coords=np.stack([x + 1.0] * 2))
+    for mine, theirs in zip(whole.model_.get_weights(), given.model_.get_weights()):
+        np.testing.assert_array_equal(mine, theirs)
+
+
+def test_pair_building_with_max_samples_searches_the_same_set_at_two_sizes():
+    """Above max_samples, the neighbour search and the views cost the same at
+    any n: the work per point falls as 1/n instead of growing."""
+    from spectralnet_tf.siamese import SiameseEmbedding
+
+    work = {}
+    for n in (1000, 4000):
+        x = np.random.default_rng(n).normal(size=(n, 3)).astype(np.float32)
+        backend, view = CountingNeighbors(), IndexView()
+        emb = SiameseEmbedding(hidden_units=(8, 2), n_nbrs=2, batch_size=32, max_epochs=1,
+                               steps_per_epoch=1, neighbors=backend, views=view,
+                               max_samples=500).fit(x, seed=0)
+        work[n] = (backend.searched, sum(len(i) for i in view.index))
+        assert emb.model_ is not None
+    assert work[1000] == work[4000] == ([500], 2 * 500)
+
+
+def test_spectralnet_builds_the_siamese_pairs_on_max_samples_training_points():
+    from spectralnet_tf import SpectralNet
+    from spectralnet_tf.siamese import SiameseEmbedding
+
+    x, _ = _blobs()
+    emb = SiameseEmbedding(hidden_units=(8, 2), n_nbrs=2, batch_size=32, max_epochs=1,
+                           steps_per_epoch=2, neighbors=CountingNeighbors(), views=IndexView(),
+                           max_samples=100)
+    net = SpectralNet(n_clusters=3, hidden_units=(16,), max_epochs=1, affinity_embedding=emb,
+                      random_state=0).fit(x)
+    fitted = net.affinity_embedding_
+    assert fitted.neighbors.searched == [100]
+    index = np.concatenate(fitted.views.index)
+    assert len(index) == 2 * 100 and len(np.unique(index)) == 100
+    assert np.isin(index, np.arange(len(x))).all()
+    assert net.transform(x).shape == (len(x), 3)
