@@ -117,6 +117,15 @@ class InfiMNIST(LazyRows):
             raise ValueError(f"InfiMNIST reads contiguous slices only, got step={step}.")
         return self.digits(np.arange(self.start + first, self.start + max(first, stop)))
 
+    def take_rows(self, indices):
+        """The rows ``indices`` (increasing), only those generated: a sparse
+        selection, such as a sample of millions of rows, costs its own size."""
+        indices = np.asarray(indices, dtype=np.int64)
+        if indices.size and not 0 <= indices[0] <= indices[-1] < self.n:
+            raise ValueError(f"indices must lie in [0, {self.n}), got "
+                             f"[{indices[0]}, {indices[-1]}].")
+        return self.digits(self.start + indices)
+
     def digits(self, index):
         """Digits of the increasing indices ``index`` (float32, (len, 784))."""
         index = np.asarray(index, dtype=np.int64)

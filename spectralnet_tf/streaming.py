@@ -24,13 +24,28 @@ class LazyRows:
     """A row source read or generated only when sliced: ``shape``, ``dtype``,
     ``len`` and ``x[a:b]`` (a float numpy array)."""
 
+    def take_rows(self, indices):
+        """The rows ``indices`` (increasing, not empty) as one array: by
+        default ``block_rows``. A source that generates its rows overrides it
+        to make only the rows asked for."""
+        return block_rows(self, indices)
+
+
+def block_rows(source, indices):
+    """The rows ``indices`` (increasing, not empty) of a row source: the
+    contiguous block that spans them is read, and those rows kept."""
+    block = source[int(indices[0]) : int(indices[-1]) + 1]
+    return np.asarray(block)[indices - indices[0]]
+
 
 class Rows(LazyRows):
     """The rows ``indices`` (increasing) of a row source, read lazily.
 
     Slicing a ``Rows`` reads the contiguous block that spans the selected rows
     and keeps those rows, which is fast for dense selections such as a 90%
-    training split of an HDF5 file (h5py point selection is not).
+    training split of an HDF5 file (h5py point selection is not); a
+    ``LazyRows`` source is asked for the rows themselves (``take_rows``), so
+    that a generated one makes only the rows selected, however sparse.
     """
 
     def __init__(self, source, indices):
@@ -61,8 +76,9 @@ class Rows(LazyRows):
         idx = self.indices[key]
         if idx.size == 0:
             return np.empty((0, *self.source.shape[1:]), dtype=self.source.dtype)
-        block = self.source[int(idx[0]) : int(idx[-1]) + 1]
-        return np.asarray(block)[idx - idx[0]]
+        if isinstance(self.source, LazyRows):
+            return self.source.take_rows(idx)
+        return block_rows(self.source, idx)
 
 
 def is_dataset(x):

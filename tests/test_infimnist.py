@@ -228,3 +228,24 @@ def test_autoencoders_are_scored_on_infimnist_digits(load_script, tmp_path):
     first, second = record["trials"]
     assert first["eigengap"] == second["eigengap"] and 0 < first["eigengap"] < 1
     assert first["acc"] == second["acc"] and first["kmeans_acc"] > 0.5
+
+
+def test_a_sparse_selection_generates_only_the_rows_selected(monkeypatch):
+    from spectralnet_tf import infimnist
+    from spectralnet_tf.streaming import Rows, block_rows
+
+    rng = np.random.default_rng(0)
+    images = rng.uniform(size=(infimnist.N_ORIGINAL, infimnist.SIDE ** 2)).astype(np.float32)
+    # Rows on both sides of the last original digit, spread over 1,200 rows.
+    x = infimnist.InfiMNIST(images, np.arange(infimnist.N_ORIGINAL) % 10, 200_000,
+                            start=infimnist.N_ORIGINAL - 600)
+    rows = np.sort(rng.choice(1200, 40, replace=False))
+    made = []
+    digits = x.digits
+    monkeypatch.setattr(x, "digits", lambda index: made.append(len(index)) or digits(index))
+    got = Rows(x, rows)[:]
+    assert made == [40]  # not the span of about 1,200 rows
+    np.testing.assert_array_equal(got, block_rows(x, rows))  # the rows the span holds
+    np.testing.assert_array_equal(got[-1], x[rows[-1]:rows[-1] + 1][0])
+    with pytest.raises(ValueError, match=r"indices must lie in \[0, 200000\)"):
+        x.take_rows(np.array([3, 200_000]))
