@@ -118,9 +118,12 @@ class InfiMNIST(LazyRows):
         return self.digits(np.arange(self.start + first, self.start + max(first, stop)))
 
     def take_rows(self, indices):
-        """The rows ``indices`` (increasing), only those generated: a sparse
-        selection, such as a sample of millions of rows, costs its own size."""
+        """The rows ``indices`` (strictly increasing): only those digits are
+        made and warped, so a sparse selection, such as a sample of a
+        million rows, costs about its own size, not its span's."""
         indices = np.asarray(indices, dtype=np.int64)
+        if indices.ndim != 1 or (np.diff(indices) <= 0).any():
+            raise ValueError("indices must be a 1-D strictly increasing array of row numbers.")
         if indices.size and not 0 <= indices[0] <= indices[-1] < self.n:
             raise ValueError(f"indices must lie in [0, {self.n}), got "
                              f"[{indices[0]}, {indices[-1]}].")

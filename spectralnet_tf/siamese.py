@@ -472,6 +472,10 @@ class SiameseEmbedding(BaseEstimator):
             if np.shape(view_coords) != expected:
                 raise ValueError(f"view_coords must have shape (n_views, n_samples, n_features) "
                                  f"= {expected}, got {np.shape(view_coords)}.")
+        for name, given in (("labels", labels), ("groups", groups)):
+            if given is not None and len(given) != len(X):
+                raise ValueError(f"{name} must have one entry per row of X ({len(X)}), got "
+                                 f"len({name})={len(given)}.")
         rows = self.sample_rows(len(X), seed)
         drawn = not isinstance(rows, slice)
         view_seconds = 0.0

@@ -76,6 +76,12 @@ class Rows(LazyRows):
         idx = self.indices[key]
         if idx.size == 0:
             return np.empty((0, *self.source.shape[1:]), dtype=self.source.dtype)
+        return self.take_rows(np.arange(*key.indices(len(self.indices))))
+
+    def take_rows(self, indices):
+        """Rows ``indices`` of this selection, asked of the source as its own
+        row numbers: a selection of a selection stays as sparse."""
+        idx = self.indices[np.asarray(indices, dtype=np.int64)]
         if isinstance(self.source, LazyRows):
             return self.source.take_rows(idx)
         return block_rows(self.source, idx)

@@ -249,3 +249,22 @@ def test_a_sparse_selection_generates_only_the_rows_selected(monkeypatch):
     np.testing.assert_array_equal(got[-1], x[rows[-1]:rows[-1] + 1][0])
     with pytest.raises(ValueError, match=r"indices must lie in \[0, 200000\)"):
         x.take_rows(np.array([3, 200_000]))
+
+
+def test_a_selection_of_a_selection_stays_sparse_and_unsorted_rows_are_refused(monkeypatch):
+    from spectralnet_tf import infimnist
+    from spectralnet_tf.streaming import Rows
+
+    images = np.random.default_rng(1).uniform(
+        size=(infimnist.N_ORIGINAL, infimnist.SIDE ** 2)).astype(np.float32)
+    x = infimnist.InfiMNIST(images, np.arange(infimnist.N_ORIGINAL) % 10, 200_000,
+                            start=infimnist.N_ORIGINAL)
+    outer = np.arange(0, 200_000, 1000)  # every 1,000th digit, then every 7th of those
+    made = []
+    digits = x.digits
+    monkeypatch.setattr(x, "digits", lambda index: made.append(len(index)) or digits(index))
+    got = Rows(Rows(x, outer), np.arange(0, len(outer), 7))[2:5]
+    assert made == [3]
+    np.testing.assert_array_equal(got, digits(infimnist.N_ORIGINAL + outer[[14, 21, 28]]))
+    with pytest.raises(ValueError, match="strictly increasing"):
+        x.take_rows(np.array([5, 3]))

@@ -178,6 +178,11 @@ def test_siamese_embedding_names_a_bad_parameter():
     ]:
         with pytest.raises(ValueError, match=match):
             SiameseEmbedding(**kwargs).check_params()
+    x, _ = _blobs()
+    for name in ("labels", "groups"):
+        with pytest.raises(ValueError, match=rf"{name} must have one entry per row of X "
+                                             rf"\(300\), got len\({name}\)=299"):
+            SiameseEmbedding(max_samples=100).fit(x, **{name: np.zeros(299, np.int64)})
 
 
 class CountingNeighbors:
