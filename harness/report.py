@@ -114,7 +114,8 @@ def report(check=False):
 #: The log-log figure of the ``scale`` records, and the records it plots.
 SCALE_PNG = os.path.join(ROOT, "benchmarks", "scale.png")
 SCALE_RECORDS = ("*-issue14-scale-n*.json", "*-issue14-accept-n*.json",
-                 "*-scale-scale-n*.json", "*-scale-accept-n*.json")
+                 "*-scale-scale-n*.json", "*-scale-accept-n*.json",
+                 "*-scale-sampled-accept-*n*.json")
 
 
 def redraw_scale_png():

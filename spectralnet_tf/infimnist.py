@@ -119,8 +119,8 @@ class InfiMNIST(LazyRows):
 
     def take_rows(self, indices):
         """The rows ``indices`` (strictly increasing): only those digits are
-        made and warped, so a sparse selection, such as a sample of a
-        million rows, costs about its own size, not its span's."""
+        made and warped. Their deformations' random draws are still made a
+        block of ``BLOCK`` rows at a time, every block the selection touches."""
         indices = np.asarray(indices, dtype=np.int64)
         if indices.ndim != 1 or (np.diff(indices) <= 0).any():
             raise ValueError("indices must be a 1-D strictly increasing array of row numbers.")

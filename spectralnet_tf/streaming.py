@@ -45,7 +45,7 @@ class Rows(LazyRows):
     and keeps those rows, which is fast for dense selections such as a 90%
     training split of an HDF5 file (h5py point selection is not); a
     ``LazyRows`` source is asked for the rows themselves (``take_rows``), so
-    that a generated one makes only the rows selected, however sparse.
+    that a generated one makes only the rows selected.
     """
 
     def __init__(self, source, indices):
