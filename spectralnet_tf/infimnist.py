@@ -28,7 +28,7 @@ files that cannot be had here; this is our deformation, not theirs.
 
 import numpy as np
 
-from .streaming import LazyRows
+from .streaming import LazyRows, check_indices
 
 #: MNIST's digits (training, then test) come first, as they are.
 N_ORIGINAL = 70000
@@ -121,13 +121,7 @@ class InfiMNIST(LazyRows):
         """The rows ``indices`` (strictly increasing): only those digits are
         made and warped. Their deformations' random draws are still made a
         block of ``BLOCK`` rows at a time, every block the selection touches."""
-        indices = np.asarray(indices, dtype=np.int64)
-        if indices.ndim != 1 or (np.diff(indices) <= 0).any():
-            raise ValueError("indices must be a 1-D strictly increasing array of row numbers.")
-        if indices.size and not 0 <= indices[0] <= indices[-1] < self.n:
-            raise ValueError(f"indices must lie in [0, {self.n}), got "
-                             f"[{indices[0]}, {indices[-1]}].")
-        return self.digits(self.start + indices)
+        return self.digits(self.start + check_indices(indices, self.n))
 
     def digits(self, index):
         """Digits of the increasing indices ``index`` (float32, (len, 784))."""

@@ -31,6 +31,17 @@ class LazyRows:
         return block_rows(self, indices)
 
 
+def check_indices(indices, n):
+    """Row numbers of a source of n rows: strictly increasing, in [0, n);
+    returned as int64."""
+    indices = np.asarray(indices, dtype=np.int64)
+    if indices.ndim != 1 or (indices.size and (np.diff(indices) <= 0).any()):
+        raise ValueError("indices must be a 1-D strictly increasing array of row numbers.")
+    if indices.size and not 0 <= indices[0] <= indices[-1] < n:
+        raise ValueError(f"indices must lie in [0, {n}), got [{indices[0]}, {indices[-1]}].")
+    return indices
+
+
 def block_rows(source, indices):
     """The rows ``indices`` (increasing, not empty) of a row source: the
     contiguous block that spans them is read, and those rows kept."""
@@ -49,15 +60,8 @@ class Rows(LazyRows):
     """
 
     def __init__(self, source, indices):
-        indices = np.asarray(indices, dtype=np.int64)
-        if indices.ndim != 1 or (indices.size and (np.diff(indices) <= 0).any()):
-            raise ValueError("indices must be a 1-D strictly increasing array of row numbers.")
-        if indices.size and not 0 <= indices[0] <= indices[-1] < len(source):
-            raise ValueError(
-                f"indices must lie in [0, {len(source)}), got [{indices[0]}, {indices[-1]}]."
-            )
         self.source = source
-        self.indices = indices
+        self.indices = check_indices(indices, len(source))
 
     @property
     def shape(self):
@@ -73,10 +77,10 @@ class Rows(LazyRows):
     def __getitem__(self, key):
         if not isinstance(key, slice):
             raise TypeError(f"Rows supports slices only, got {type(key).__name__}.")
-        idx = self.indices[key]
-        if idx.size == 0:
+        positions = np.arange(*key.indices(len(self.indices)))
+        if positions.size == 0:
             return np.empty((0, *self.source.shape[1:]), dtype=self.source.dtype)
-        return self.take_rows(np.arange(*key.indices(len(self.indices))))
+        return self.take_rows(positions)
 
     def take_rows(self, indices):
         """Rows ``indices`` of this selection, asked of the source as its own

@@ -65,9 +65,17 @@ class PlateauSchedule:
         else:
             self.wait += 1
             if self.wait >= self.patience:
-                self.optimizer.learning_rate.assign(self.lr * self.factor)
-                self.wait = 0
-        return self.lr <= self.min_lr * (1 + 1e-6)
+                self.cut()
+        return self.reaches_min(self.lr)
+
+    def cut(self):
+        """Divide the rate by ``factor``; the patience count starts again."""
+        self.optimizer.learning_rate.assign(self.lr * self.factor)
+        self.wait = 0
+
+    def reaches_min(self, lr):
+        """Whether a rate ``lr`` is at ``min_lr`` (to rounding) or under it."""
+        return lr <= self.min_lr * (1 + 1e-6)
 
 
 def run_epochs(run_epoch, validation_loss, schedule, epochs, verbose=1, monitor=None,
@@ -328,7 +336,7 @@ def spectral_warm_start(body, x_train, start, *, batch_size, seed=0, strategy=No
             "init_seconds": time.perf_counter() - begin}
 
 
-def near_the_start(run_epoch, distance, optimizer, variables, schedule, strategy=None):
+def near_the_start(run_epoch, distance, variables, schedule, strategy=None):
     """``run_epoch`` held near the warm start. An epoch after which
     ``distance()`` (``start_distance``, agreed by all workers) exceeds
     ``START_KEPT_MAX`` and is larger than before it, is undone (``variables``:
@@ -360,14 +368,12 @@ def near_the_start(run_epoch, distance, optimizer, variables, schedule, strategy
         saved = [v.numpy() for v in variables]
         loss = run_epoch()
         far = measure()
-        cut = schedule.lr * schedule.factor
         undone = (far > START_KEPT_MAX and far > here
-                  and cut > schedule.min_lr * (1 + 1e-6))
+                  and not schedule.reaches_min(schedule.lr * schedule.factor))
         if undone:
             for v, value in zip(variables, saved):
                 v.assign(value)
-            optimizer.learning_rate.assign(cut)
-            schedule.wait = 0  # a cut restarts the patience count, as the schedule's own do
+            schedule.cut()  # restarts the patience count, as the schedule's own cuts do
         else:
             here = far
         last.update(start_distance=far, undone=int(undone))
@@ -515,7 +521,7 @@ def train_spectralnet(
             if eigvecs is not None:  # where Algorithm 1 starts, against the true eigenvectors
                 started["start_grassmann"] = grassmann(map_batches(model, x_eval), eigvecs)
         one_epoch, guard = near_the_start(
-            one_epoch, functools.partial(start_distance, body, x_train, start, strategy), optimizer,
+            one_epoch, functools.partial(start_distance, body, x_train, start, strategy),
             list(model.variables), schedule, strategy)
 
     def monitor(epoch):

@@ -125,8 +125,7 @@ def _guarded(distances, min_lr=1e-4):
         return 0.5
 
     reads = iter(distances)
-    epoch, last = near_the_start(run_epoch, lambda: next(reads), optimizer, model.variables,
-                                 schedule)
+    epoch, last = near_the_start(run_epoch, lambda: next(reads), model.variables, schedule)
     return model, schedule, epoch, last
 
 
