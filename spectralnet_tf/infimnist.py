@@ -141,7 +141,20 @@ def deformation(index, basis):
     nodes = basis.shape[1]
     draws = np.concatenate([_block_draws(b, nodes)[j[j // BLOCK == b] % BLOCK]
                             for b in np.unique(j // BLOCK)])
-    m = len(index)
+    return deformation_from_draws(draws, basis)
+
+
+def draws_per_digit(basis):
+    """Random numbers one deformation takes: 2 nodes² normals, 6 uniforms."""
+    return 2 * basis.shape[1] ** 2 + 6
+
+
+def deformation_from_draws(draws, basis):
+    """The deformations (``deformation``'s ``(a, t, field)``) of the law made
+    from given random numbers ``draws`` (m, ``draws_per_digit(basis)``): per
+    row, 2 nodes² standard normals, then 6 uniforms in [0, 1)."""
+    nodes = basis.shape[1]
+    m = len(draws)
     noise = draws[:, :2 * nodes * nodes].reshape(m, 2, nodes, nodes)
     field = ELASTIC_STD * (basis @ noise @ basis.T)  # (m, 2, side, side)
     u = draws[:, 2 * nodes * nodes:]

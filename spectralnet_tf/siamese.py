@@ -21,7 +21,7 @@ from .checks import check_choice, check_int, check_positive, check_units
 from .losses import contrastive_loss
 from .neighbors import BACKENDS, make_neighbors
 from .networks import DTYPE_POLICIES, dense_stack
-from .streaming import Rows, map_batches
+from .streaming import CHUNK_ROWS, Rows, map_batches
 from .train import PlateauSchedule, run_epochs, sample_rows
 from .views import ViewRows, make_view, view_seeds
 
@@ -446,13 +446,15 @@ class SiameseEmbedding(BaseEstimator):
             ordered = np.sort(rows)
             back = np.searchsorted(ordered, rows)
             source = Rows(X, ordered)  # only these rows are transformed and encoded
-        out = []
-        for view_seed in view_seeds(seed, self.resolved_n_views()):
-            made = ViewRows(source, view, view_seed, index=ordered)
-            coords = (map_batches(None, made) if encode is None
-                      else distribute.map_rows(encode, made, strategy))
-            out.append(coords if rows is None else coords[back])
-        return np.stack(out)
+        # All views of a row are made together, in chunks of whole rows' views,
+        # so that each row is read once.
+        seeds = view_seeds(seed, self.resolved_n_views())
+        made = ViewRows(source, view, seeds, index=ordered)
+        chunk = len(seeds) * max(1, CHUNK_ROWS // len(seeds))
+        coords = (map_batches(None, made, chunk) if encode is None
+                  else distribute.map_rows(encode, made, strategy, chunk))
+        coords = np.swapaxes(coords.reshape(len(source), len(seeds), -1), 0, 1)
+        return coords if rows is None else coords[:, back]
 
     def fit(self, X, y=None, *, labels=None, groups=None, view_coords=None, seed=0, verbose=0,
             checkpointer=None, strategy=None, log=None):

@@ -134,14 +134,9 @@ def translate(batch, offset, image_shape):
 class Deform(BaseEstimator):
     """Infinite MNIST's deformation law (``infimnist``): an elastic field, a
     small affine map and a translation, drawn for each (index, seed) from
-    the data set's own streams at indices that none of its digits uses.
-    Rows are 28x28 images in [0, 1]."""
-
-    #: The first index of the views' streams: beyond every index that
-    #: ``infimnist`` reads or ``redeform`` borrows.
-    START = infimnist.REDEFORM_START + 2**57
-    #: Indices kept apart for each seed: row numbers lie below it.
-    STRIDE = 2**32
+    ``row_uniforms`` (the normals by the Box-Muller transform), so that a
+    row's draws cost the same whatever its index: the data set's own streams
+    draw a block of rows at a time. Rows are 28x28 images in [0, 1]."""
 
     def __call__(self, x, index, seed):
         x, index, seed = _check_call(x, index, seed)
@@ -149,10 +144,27 @@ class Deform(BaseEstimator):
         if x.shape[1] != width:
             raise ValueError(f"Deform warps 28x28 digits: rows of {width} pixels, got "
                              f"{x.shape[1]}.")
-        if len(index) and index.max() >= self.STRIDE:
-            raise ValueError(f"Deform takes row numbers below {self.STRIDE:,}, got "
-                             f"max(index)={index.max():,}.")
-        return infimnist.deform_at(x, self.START + seed * self.STRIDE + index)
+        basis = infimnist.field_basis()
+        count = infimnist.draws_per_digit(basis)
+        out = np.empty_like(x)
+        # A chunk at a time: the warp works on about 10 floats per pixel.
+        for start in range(0, len(x), infimnist.BLOCK):
+            rows = slice(start, start + infimnist.BLOCK)
+            draws = _normal_then_uniform(row_uniforms(index[rows], seed, count), count - 6)
+            out[rows] = infimnist.warp(x[rows],
+                                       infimnist.deformation_from_draws(draws, basis))
+        return out
+
+
+def _normal_then_uniform(u, normals):
+    """float32 rows of ``u``'s uniforms with the first ``normals`` (even)
+    columns made standard normal by the Box-Muller transform of column pairs
+    (c, c + normals / 2); the rest left uniform."""
+    half = normals // 2
+    radius = np.sqrt(-2.0 * np.log1p(-u[:, :half]))  # 1 - u lies in (0, 1]
+    angle = 2.0 * np.pi * u[:, half:normals]
+    return np.concatenate([radius * np.cos(angle), radius * np.sin(angle), u[:, normals:]],
+                          axis=1).astype(np.float32)
 
 
 #: The views the command line names.
@@ -170,41 +182,54 @@ def make_view(view):
 
 
 class ViewRows(LazyRows):
-    """The view of every row of a row source under one seed, generated when
-    sliced: ``ViewRows(x, view, seed)[a:b]`` is ``view(x[a:b], index[a:b],
-    seed)``, where ``index`` holds the rows' numbers (default ``arange(len(x))``;
-    e.g. the rows of X that a ``streaming.Rows`` selection of X holds)."""
+    """The views of every row of a row source, generated when sliced. With
+    one seed, ``ViewRows(x, view, seed)[a:b]`` is ``view(x[a:b], index[a:b],
+    seed)``, where ``index`` holds the rows' numbers (default
+    ``arange(len(x))``; e.g. the rows of X that a ``streaming.Rows``
+    selection of X holds). With a list of V seeds, row ``V i + v`` is row i's
+    view under ``seeds[v]``: each row of the source is read once for all its
+    views, which matters where reading a row costs more than viewing it (a
+    generated source)."""
 
-    def __init__(self, source, view, seed, index=None):
+    def __init__(self, source, view, seeds, index=None):
         self.source = source
         self.view = view
-        self.seed = seed
+        self.seeds = seeds
         self.index = np.arange(len(source), dtype=np.int64) if index is None else index
+
+    def _seeds(self):
+        return [self.seeds] if np.ndim(self.seeds) == 0 else list(self.seeds)
 
     @property
     def shape(self):
-        return tuple(self.source.shape)
+        return (len(self), *tuple(self.source.shape)[1:])
 
     @property
     def dtype(self):
         return np.dtype(np.float32)
 
     def __len__(self):
-        return len(self.source)
+        return len(self.source) * len(self._seeds())
 
     def __getitem__(self, key):
         if not isinstance(key, slice):
             raise TypeError(f"ViewRows supports slices only, got {type(key).__name__}.")
-        start, stop, step = key.indices(len(self.source))
+        start, stop, step = key.indices(len(self))
         if step != 1:
             raise ValueError(f"ViewRows reads contiguous slices only, got step={step}.")
         stop = max(start, stop)
-        rows = np.asarray(self.source[start:stop], dtype=np.float32)
-        out = np.asarray(self.view(rows, self.index[start:stop], self.seed), dtype=np.float32)
-        if out.shape != rows.shape:
-            raise ValueError(f"a view must return rows of its input's shape {rows.shape}, got "
-                             f"{out.shape}.")
-        return out
+        seeds = self._seeds()
+        first, last = start // len(seeds), -(-stop // len(seeds))
+        rows = np.asarray(self.source[first:last], dtype=np.float32)
+        out = []
+        for seed in seeds:
+            made = np.asarray(self.view(rows, self.index[first:last], seed), dtype=np.float32)
+            if made.shape != rows.shape:
+                raise ValueError(f"a view must return rows of its input's shape {rows.shape}, "
+                                 f"got {made.shape}.")
+            out.append(made)
+        out = np.stack(out, axis=1).reshape(-1, *rows.shape[1:])
+        return out[start - first * len(seeds):stop - first * len(seeds)]
 
 
 def view_seeds(seed, n_views):

@@ -141,6 +141,51 @@ def test_view_rows_are_the_view_of_each_slice():
         rows[3]
 
 
+def test_view_rows_of_several_seeds_read_each_source_row_once():
+    x = digits(50)
+
+    class Counting(LazyRows):
+        read = 0
+        shape, dtype = x.shape, np.dtype(np.float32)
+
+        def __len__(self):
+            return len(x)
+
+        def __getitem__(self, key):
+            Counting.read += len(x[key])
+            return x[key]
+
+    rows = ViewRows(Counting(), Shift(), [4, 9, 2], index=np.arange(50) + 100)
+    assert len(rows) == 150 and rows.shape == (150, x.shape[1])
+    # Row 3 i + v is row i's view under the v-th seed, whatever the slices.
+    expected = np.stack([Shift()(x, np.arange(50) + 100, s) for s in (4, 9, 2)], axis=1)
+    np.testing.assert_array_equal(rows[0:150], expected.reshape(150, -1))
+    np.testing.assert_array_equal(np.concatenate([rows[0:7], rows[7:61], rows[61:150]]),
+                                  expected.reshape(150, -1))
+    Counting.read = 0
+    rows[0:150]
+    assert Counting.read == 50  # each row once, for all three views
+
+
+def test_deform_draws_no_block_stream_and_keeps_the_data_sets_law(monkeypatch):
+    from spectralnet_tf import infimnist
+    x = digits(4000)
+    same_law = infimnist.deform_at(x, infimnist.N_ORIGINAL + np.arange(4000))
+
+    def refused(*args):
+        raise AssertionError("a view drew a block of the data set's streams")
+
+    # Each row's draws are its own: none costs a block's, whatever its index.
+    monkeypatch.setattr(infimnist, "_block_draws", refused)
+    out = Deform()(x, np.arange(4000) * 7919, 3)
+    np.testing.assert_array_equal(Deform()(x[5:6], np.array([5 * 7919]), 3), out[5:6])
+    # The same law as the data set's deformed digits: as far from the source
+    # on average (squared pixel distance), and the ink kept.
+    moved, law = ((out - x) ** 2).sum(1).mean(), ((same_law - x) ** 2).sum(1).mean()
+    assert abs(moved / law - 1) < 0.03
+    assert abs(out.sum(1).mean() / same_law.sum(1).mean() - 1) < 0.01
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: Shift()(np.zeros((2, 10)), np.arange(2), 0),
      "Shift needs square images: rows of side\\*\\*2 pixels, got 10 columns"),
