@@ -154,6 +154,10 @@ def build_parser():
                             "also pairs each point with transformed copies of itself. shift: "
                             "square images moved by up to 2 pixels; deform: 28x28 digits "
                             "deformed by infinite MNIST's law")
+    hyper.add_argument("--siamese-max-samples", type=_int_at_least(2), metavar="N",
+                       help="build the Siamese net's pairs on at most N rows drawn at random "
+                            "(implies the Siamese net; default: every row). Its training "
+                            "budget is fixed, so above some size more pairs mostly go unseen")
     hyper.add_argument("--tensorboard", metavar="LOGDIR",
                        help="write training curves for TensorBoard (tensorboard --logdir LOGDIR)")
     hyper.add_argument("--seed", type=_int_at_least(0), default=0,
@@ -203,16 +207,20 @@ def estimator_params(args):
         from .affinity import GaussianKNNAffinity
 
         params["affinity"] = GaussianKNNAffinity(**graph)
+    siamese_flags = [flag for flag, given in (
+        ("--siamese", args.siamese), (f"--views {args.views}", args.views),
+        (f"--siamese-max-samples {args.siamese_max_samples}", args.siamese_max_samples))
+        if given]
     if args.graph:
-        if args.siamese or args.views:
-            flag = "--siamese" if args.siamese else f"--views {args.views}"
-            raise UsageError(f"--graph {args.graph} is taken as given; {flag} learns the "
-                             "distances of a Gaussian graph: give one or the other.")
+        if siamese_flags:
+            raise UsageError(f"--graph {args.graph} is taken as given; {siamese_flags[0]} "
+                             "learns the distances of a Gaussian graph: give one or the other.")
         params["affinity"] = "precomputed"
-    if args.views:
+    if args.views or args.siamese_max_samples:
         from .siamese import SiameseEmbedding
 
-        params["affinity_embedding"] = SiameseEmbedding(views=args.views)
+        params["affinity_embedding"] = SiameseEmbedding(views=args.views,
+                                                        max_samples=args.siamese_max_samples)
     elif args.siamese:
         params["affinity_embedding"] = "siamese"
     if args.verbose:

@@ -224,6 +224,13 @@ BAD_FIT = {
     "graph and views": (["{d}/x.npy", "--graph", "{d}/graph.npz", "--views", "shift"],
                         "--graph {d}/graph.npz is taken as given; --views shift learns the "
                         "distances of a Gaussian graph: give one or the other."),
+    "graph and a Siamese sample": (["{d}/x.npy", "--graph", "{d}/graph.npz",
+                                    "--siamese-max-samples", "50"],
+                                   "--graph {d}/graph.npz is taken as given; "
+                                   "--siamese-max-samples 50 learns the distances of a "
+                                   "Gaussian graph: give one or the other."),
+    "Siamese sample of one row": (["{d}/x.npy", "--siamese-max-samples", "1"],
+                                  "argument --siamese-max-samples: must be an integer >= 2"),
     "shifts of rows that are not images": (["{d}/x.npy", "--views", "shift"],
                                            "Shift needs square images: rows of side**2 pixels, "
                                            f"got {D} columns; give side for other shapes."),
@@ -341,6 +348,13 @@ def test_flags_map_to_estimator_parameters_only_when_given():
     assert isinstance(affinity, GaussianKNNAffinity)
     assert (affinity.n_nbrs, affinity.scale) == (5, "local")
     assert affinity.scale_nbr == GaussianKNNAffinity().scale_nbr  # not given: its default
+    args = parser.parse_args(["fit", "x.npy", "-k", "3", "-o", "m", "--views", "shift",
+                              "--siamese-max-samples", "500"])
+    embedding = cli.estimator_params(args)["affinity_embedding"]
+    assert (embedding.views, embedding.max_samples) == ("shift", 500)
+    args = parser.parse_args(["fit", "x.npy", "-k", "3", "-o", "m", "--siamese-max-samples", "9"])
+    embedding = cli.estimator_params(args)["affinity_embedding"]
+    assert (embedding.views, embedding.max_samples) == (None, 9)
 
 
 def test_csv_header_is_detected(tmp_path):
