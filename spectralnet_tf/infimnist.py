@@ -144,15 +144,21 @@ def deformation(index, basis):
     return deformation_from_draws(draws, basis)
 
 
+#: Uniforms one deformation takes (after its normals): rotation, two scales,
+#: shear, translation length and direction.
+UNIFORMS_PER_DIGIT = 6
+
+
 def draws_per_digit(basis):
-    """Random numbers one deformation takes: 2 nodes² normals, 6 uniforms."""
-    return 2 * basis.shape[1] ** 2 + 6
+    """Random numbers one deformation takes: 2 nodes² normals, then
+    ``UNIFORMS_PER_DIGIT`` uniforms."""
+    return 2 * basis.shape[1] ** 2 + UNIFORMS_PER_DIGIT
 
 
 def deformation_from_draws(draws, basis):
     """The deformations (``deformation``'s ``(a, t, field)``) of the law made
     from given random numbers ``draws`` (m, ``draws_per_digit(basis)``): per
-    row, 2 nodes² standard normals, then 6 uniforms in [0, 1)."""
+    row, 2 nodes² standard normals, then the uniforms in [0, 1)."""
     nodes = basis.shape[1]
     m = len(draws)
     noise = draws[:, :2 * nodes * nodes].reshape(m, 2, nodes, nodes)
@@ -219,16 +225,24 @@ def redeform(images, epoch, seed=0):
 def deform_at(images, index):
     """``images`` (m, 784), row j warped by the deformation of index
     ``index[j]`` (>= N_ORIGINAL; ``deformation``): the same whatever rows come
-    with it. Sorted by index and taken a chunk of ``BLOCK`` at a time, so that
-    contiguous indices draw each block's stream once and the warp works on
-    about 10 floats per pixel of one chunk."""
+    with it. Sorted by index, so that contiguous indices draw each block's
+    stream once."""
     index = np.asarray(index, dtype=np.int64)
-    order = np.argsort(index, kind="stable")
+    return warp_in_chunks(images, lambda rows, basis: deformation(index[rows], basis),
+                          order=np.argsort(index, kind="stable"))
+
+
+def warp_in_chunks(images, deformation_of, order=None):
+    """``images`` (m, 784), each row warped by ``deformation_of(rows, basis)``
+    (``deformation``'s triple for the rows ``rows``, an index array), taken a
+    chunk of ``BLOCK`` rows at a time (in ``order``, default as they come),
+    so that the warp works on about 10 floats per pixel of one chunk."""
+    order = np.arange(len(images)) if order is None else order
     basis = field_basis()
     out = np.empty_like(images)
-    for start in range(0, len(index), BLOCK):
+    for start in range(0, len(images), BLOCK):
         rows = order[start:start + BLOCK]
-        out[rows] = warp(images[rows], deformation(index[rows], basis))
+        out[rows] = warp(images[rows], deformation_of(rows, basis))
     return out
 
 
@@ -242,7 +256,7 @@ def _block_draws(block, nodes):
     """All random numbers of one block: (BLOCK, 2 nodes^2 normals + 6 uniforms)."""
     rng = np.random.default_rng([SEED, int(block)])
     normals = rng.standard_normal((BLOCK, 2 * nodes * nodes), dtype=np.float32)
-    uniforms = rng.uniform(size=(BLOCK, 6)).astype(np.float32)
+    uniforms = rng.uniform(size=(BLOCK, UNIFORMS_PER_DIGIT)).astype(np.float32)
     return np.concatenate([normals, uniforms], axis=1)
 
 

@@ -453,8 +453,8 @@ class SiameseEmbedding(BaseEstimator):
         chunk = len(seeds) * max(1, CHUNK_ROWS // len(seeds))
         coords = (map_batches(None, made, chunk) if encode is None
                   else distribute.map_rows(encode, made, strategy, chunk))
-        coords = np.swapaxes(coords.reshape(len(source), len(seeds), -1), 0, 1)
-        return coords if rows is None else coords[:, back]
+        coords = np.swapaxes(coords.reshape(len(source), len(seeds), coords.shape[-1]), 0, 1)
+        return np.ascontiguousarray(coords) if rows is None else coords[:, back]
 
     def fit(self, X, y=None, *, labels=None, groups=None, view_coords=None, seed=0, verbose=0,
             checkpointer=None, strategy=None, log=None):

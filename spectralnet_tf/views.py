@@ -144,16 +144,13 @@ class Deform(BaseEstimator):
         if x.shape[1] != width:
             raise ValueError(f"Deform warps 28x28 digits: rows of {width} pixels, got "
                              f"{x.shape[1]}.")
-        basis = infimnist.field_basis()
-        count = infimnist.draws_per_digit(basis)
-        out = np.empty_like(x)
-        # A chunk at a time: the warp works on about 10 floats per pixel.
-        for start in range(0, len(x), infimnist.BLOCK):
-            rows = slice(start, start + infimnist.BLOCK)
-            draws = _normal_then_uniform(row_uniforms(index[rows], seed, count), count - 6)
-            out[rows] = infimnist.warp(x[rows],
-                                       infimnist.deformation_from_draws(draws, basis))
-        return out
+        def deformation_of(rows, basis):
+            count = infimnist.draws_per_digit(basis)
+            draws = _normal_then_uniform(row_uniforms(index[rows], seed, count),
+                                         count - infimnist.UNIFORMS_PER_DIGIT)
+            return infimnist.deformation_from_draws(draws, basis)
+
+        return infimnist.warp_in_chunks(x, deformation_of)
 
 
 def _normal_then_uniform(u, normals):

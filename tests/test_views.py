@@ -167,6 +167,18 @@ def test_view_rows_of_several_seeds_read_each_source_row_once():
     assert Counting.read == 50  # each row once, for all three views
 
 
+def test_deforms_normals_are_standard_normal_and_its_uniforms_kept():
+    from spectralnet_tf.views import _normal_then_uniform
+    u = row_uniforms(np.arange(100000), 2, 10)
+    z = _normal_then_uniform(u, 8)
+    assert z.dtype == np.float32 and np.isfinite(z).all()
+    normal = z[:, :8]
+    assert abs(normal.mean()) < 0.005 and abs(normal.var() - 1) < 0.01
+    assert abs(np.mean(normal ** 4) - 3) < 0.05  # a normal's fourth moment
+    assert abs(np.corrcoef(normal[:, 0], normal[:, 4])[0, 1]) < 0.01  # cos and sin of a pair
+    np.testing.assert_array_equal(z[:, 8:], u[:, 8:].astype(np.float32))
+
+
 def test_deform_draws_no_block_stream_and_keeps_the_data_sets_law(monkeypatch):
     from spectralnet_tf import infimnist
     x = digits(4000)
