@@ -3,12 +3,13 @@
 A "row source" is a numpy array, an ``h5py.Dataset`` (e.g. the Reuters
 ``data``), or a ``LazyRows``: ``Rows`` (a selection of rows of any row
 source) or rows generated on demand (``infimnist.InfiMNIST``). ``row_batches`` reads
-consecutive chunks through a ``tf.data`` pipeline, so the next chunk is read
-from disk while a model runs on the current one; ``map_batches`` applies a
-model to every chunk and stacks the (small) outputs, e.g. the 10-d codes of
-685,000 documents. Only one chunk of the input is in memory at a time.
+consecutive chunks, the next one in a background thread while a model runs on
+the current one; ``map_batches`` applies a model to every chunk and stacks the
+(small) outputs, e.g. the 10-d codes of 685,000 documents. At most two chunks
+of the input are in memory at a time.
 """
 
+import concurrent.futures
 import contextlib
 import os
 
@@ -157,15 +158,26 @@ def is_lazy(x):
 
 
 def row_batches(x, batch_size=CHUNK_ROWS):
-    """A ``tf.data.Dataset`` of consecutive float32 chunks of the rows of ``x``."""
-    n, d = len(x), int(x.shape[1])
+    """Consecutive float32 chunks of the rows of ``x`` (numpy), each read in a
+    background thread while the caller works on the one before.
 
-    def chunks():
+    Reading (from disk, or generating the rows, as infinite MNIST's warps do)
+    and a model's pass over a chunk then overlap. A plain Python thread, not a
+    ``tf.data`` pipeline: ``Dataset.from_generator`` runs the generator under
+    TensorFlow's own threads, where making infinite MNIST's views ran slower
+    than in a plain loop with no overlap at all (BENCHMARKS, "Scale")."""
+    n = len(x)
+
+    def read(start):
+        return np.asarray(x[start : start + batch_size], dtype=np.float32)
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="row_batches") as pool:
+        ahead = pool.submit(read, 0) if n else None
         for start in range(0, n, batch_size):
-            yield np.asarray(x[start : start + batch_size], dtype=np.float32)
-
-    spec = tf.TensorSpec((None, d), tf.float32)
-    return tf.data.Dataset.from_generator(chunks, output_signature=spec).prefetch(2)
+            chunk = ahead.result()
+            if start + batch_size < n:
+                ahead = pool.submit(read, start + batch_size)
+            yield chunk
 
 
 def map_batches(fn, x, batch_size=CHUNK_ROWS):

@@ -1,3 +1,5 @@
+import threading
+
 import h5py
 import keras
 import numpy as np
@@ -17,10 +19,40 @@ def _h5(tmp_path, x):
 def test_chunks_cover_every_row_once_in_order(tmp_path):
     x = np.arange(100 * 3, dtype=np.float32).reshape(100, 3)
     ds = _h5(tmp_path, x)
-    chunks = [c.numpy() for c in row_batches(ds, batch_size=32)]
+    chunks = list(row_batches(ds, batch_size=32))
     assert [len(c) for c in chunks] == [32, 32, 32, 4]
     np.testing.assert_array_equal(np.concatenate(chunks), x)
     np.testing.assert_array_equal(map_batches(None, ds, 7), x)
+
+
+class _Reads:
+    """A row source that records which chunks were read, and signals when the
+    chunk at ``signal_at`` is read."""
+
+    def __init__(self, n, signal_at):
+        self.shape, self.signal_at = (n, 2), signal_at
+        self.starts, self.read = [], threading.Event()
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __getitem__(self, key):
+        self.starts.append(key.start)
+        if key.start == self.signal_at:
+            self.read.set()
+        return np.full((len(range(*key.indices(len(self)))), 2), key.start, np.float32)
+
+
+def test_the_next_chunk_is_read_while_the_caller_holds_the_current_one():
+    source = _Reads(10, signal_at=4)
+    chunks = row_batches(source, batch_size=4)
+    first = next(chunks)
+    assert source.read.wait(10)  # read ahead, with the caller still on the first chunk
+    rest = list(chunks)
+    assert source.starts == [0, 4, 8]
+    np.testing.assert_array_equal(np.concatenate([first, *rest])[:, 0],
+                                  [0, 0, 0, 0, 4, 4, 4, 4, 8, 8])
+    assert list(row_batches(_Reads(0, signal_at=0))) == []
 
 
 def test_rows_selects_increasing_rows_and_refuses_others(tmp_path):
