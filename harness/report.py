@@ -115,7 +115,8 @@ def report(check=False):
 SCALE_PNG = os.path.join(ROOT, "benchmarks", "scale.png")
 SCALE_RECORDS = ("*-issue14-scale-n*.json", "*-issue14-accept-n*.json",
                  "*-scale-scale-n*.json", "*-scale-accept-n*.json",
-                 "*-scale-sampled-accept-*n*.json", "*-scale-auto-accept-*n*.json")
+                 "*-scale-sampled-accept-*n*.json", "*-scale-auto-accept-*n*.json",
+                 "*-scale-readahead-accept-*n*.json")
 
 
 def redraw_scale_png():
