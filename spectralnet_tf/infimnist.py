@@ -85,7 +85,6 @@ class InfiMNIST(LazyRows):
         self.base_labels = np.asarray(base_labels, dtype=np.int64)
         self.n = int(n)
         self.start = int(start)
-        self._basis = field_basis()
 
     @property
     def shape(self):
@@ -129,7 +128,7 @@ class InfiMNIST(LazyRows):
         out = self.images[source_index(index)]
         deformed = index >= N_ORIGINAL
         if deformed.any():
-            out[deformed] = warp(out[deformed], deformation(index[deformed], self._basis))
+            out[deformed] = deform_at(out[deformed], index[deformed])
         return out
 
 

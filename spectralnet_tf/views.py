@@ -191,11 +191,8 @@ class ViewRows(LazyRows):
     def __init__(self, source, view, seeds, index=None):
         self.source = source
         self.view = view
-        self.seeds = seeds
+        self.seeds = [seeds] if np.ndim(seeds) == 0 else list(seeds)
         self.index = np.arange(len(source), dtype=np.int64) if index is None else index
-
-    def _seeds(self):
-        return [self.seeds] if np.ndim(self.seeds) == 0 else list(self.seeds)
 
     @property
     def shape(self):
@@ -206,7 +203,7 @@ class ViewRows(LazyRows):
         return np.dtype(np.float32)
 
     def __len__(self):
-        return len(self.source) * len(self._seeds())
+        return len(self.source) * len(self.seeds)
 
     def __getitem__(self, key):
         if not isinstance(key, slice):
@@ -215,7 +212,7 @@ class ViewRows(LazyRows):
         if step != 1:
             raise ValueError(f"ViewRows reads contiguous slices only, got step={step}.")
         stop = max(start, stop)
-        seeds = self._seeds()
+        seeds = self.seeds
         first, last = start // len(seeds), -(-stop // len(seeds))
         rows = np.asarray(self.source[first:last], dtype=np.float32)
         out = []
