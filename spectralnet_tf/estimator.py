@@ -302,10 +302,13 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         one more point than the affinity's neighbours (small data only).
     label_weight : float, default=1.0
         Semi-supervised only (``fit(X, partial_labels=...)``): weight of the
-        labeled points' cross-entropy in the loss (paper Sec. 5.3's closing
-        remark; ``losses.label_loss``: softmax over minus the squared
-        distances to each class's mean output in the minibatch). 0 turns it
-        off. It helps where the labeled pairs alone leave the cut wrong.
+        cross-entropy of the class targets in the loss (paper Sec. 5.3's
+        closing remark; ``losses.label_loss``: softmax over minus the squared
+        distances to each class's mean output in the minibatch). The targets
+        are the labels, and on a subsample of the unlabeled points the class
+        the harmonic function of the graph gives them (``train.label_targets``).
+        0 turns it off. It helps where the labeled pairs alone leave the cut
+        wrong.
     labeled_share : float, default=0.0
         Semi-supervised only: this share of each gradient minibatch is drawn
         from the labeled points (all of them if there are fewer), the rest

@@ -73,22 +73,28 @@ def nt_xent(z1, z2, temperature=0.5):
     return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(partner, logits))
 
 
-def label_loss(y, labels, n_clusters):
-    """Cross-entropy of the labeled points of a minibatch (paper Sec. 5.3's
-    closing remark), with no extra weights: each class's prototype is the mean
-    output of its labeled points in the batch, and a point's logits are minus
-    its squared distances to the prototypes. The clusters are read the same
-    way (nearest centroid), so this asks each labeled point to be nearest its
-    own class. ``labels`` holds -1 for unlabeled points; classes without a
-    labeled point in the batch are left out. 0 if no point is labeled.
+def label_loss(y, targets):
+    """Cross-entropy of the points of a minibatch that have a class target
+    (paper Sec. 5.3's closing remark), with no extra weights.
+
+    ``targets`` (m, k): each row a distribution over the k classes (a one-hot
+    row: a labeled point's class, or the class ``train.label_targets`` gives
+    an unlabeled one), or zeros for a point without one. Each class's
+    prototype is the mean output of the batch weighted by its column, and a
+    point's logits are minus its squared distances to the prototypes. The
+    clusters are read the same way (nearest centroid), so this asks each
+    point to be nearest the classes its target names. Classes without weight
+    in the batch are left out; the mean runs over the rows with a target, and
+    is 0 if no row has one.
     """
-    onehot = tf.one_hot(labels, n_clusters, dtype=y.dtype)  # -1 gives a zero row
-    counts = tf.reduce_sum(onehot, axis=0)
-    prototypes = tf.matmul(onehot, y, transpose_a=True) / tf.maximum(counts, 1.0)[:, None]
+    targets = tf.cast(targets, y.dtype)
+    counts = tf.reduce_sum(targets, axis=0)
+    has_class = counts > 0
+    prototypes = tf.matmul(targets, y, transpose_a=True) / tf.where(has_class, counts, 1.0)[:, None]
     d2 = (tf.reduce_sum(tf.square(y), axis=1, keepdims=True)
           - 2.0 * tf.matmul(y, prototypes, transpose_b=True)
           + tf.reduce_sum(tf.square(prototypes), axis=1)[None, :])
-    logits = tf.where(counts[None, :] > 0, -d2, tf.constant(-1e9, y.dtype))
-    per_point = tf.nn.softmax_cross_entropy_with_logits(onehot, logits)
-    is_labeled = tf.reduce_sum(onehot, axis=1)
-    return tf.reduce_sum(per_point * is_labeled) / tf.maximum(tf.reduce_sum(is_labeled), 1.0)
+    logits = tf.where(has_class[None, :], -d2, tf.constant(-1e9, y.dtype))
+    per_point = tf.nn.softmax_cross_entropy_with_logits(targets, logits)
+    has_target = tf.reduce_sum(targets, axis=1)
+    return tf.reduce_sum(per_point * has_target) / tf.maximum(tf.reduce_sum(has_target), 1e-12)

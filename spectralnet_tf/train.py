@@ -18,7 +18,7 @@ from .affinity import apply_labels
 from .losses import label_loss, spectral_loss
 from .metrics import grassmann
 from .orthonorm import gram, tangent_projection
-from .spectral import laplacian_eigenvectors
+from .spectral import harmonic_scores, laplacian_eigenvectors
 from .streaming import map_batches
 
 GRADIENTS = ("projected", "plain")
@@ -195,21 +195,64 @@ def distinct_draws(generator, n, m, first=None):
     return rows[:m]
 
 
-def validation_batches(x_val, z_val, y_val, batch_size, affinity):
-    """Fixed validation minibatches ``(x, W, labels)``, W computed once."""
+def validation_batches(x_val, z_val, y_val, batch_size, affinity, n_classes):
+    """Fixed validation minibatches ``(x, W, targets)``, W computed once; the
+    targets are the labeled points' one-hot rows (zeros for the others)."""
     n_batches = max(1, int(np.ceil(len(x_val) / batch_size)))
     split = functools.partial(np.array_split, indices_or_sections=n_batches)
     return [
         (tf.constant(xb), apply_labels(affinity.kernel_matrix(tf.constant(zb)), tf.constant(yb)),
-         tf.constant(yb))
+         tf.one_hot(yb, n_classes))
         for xb, zb, yb in zip(split(x_val), split(z_val), split(y_val))
     ]
 
 
-def minibatch_loss(w, y, laplacian="unnormalized", labels=None, label_weight=0.0):
+def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=None):
+    """The class targets of the label term (``losses.label_loss``), (n, k)
+    one-hot rows: the labeled points' own classes; on the unlabeled points of
+    a subsample, the class the harmonic function of the graph SpectralNet's
+    minibatches sample gives them (``spectral.harmonic_scores`` of
+    ``Affinity.for_full_data`` on the subsample: the largest of the k
+    functions); zero rows on the other points.
+
+    The harmonic function minimizes the Laplacian quadratic form, the
+    SpectralNet loss, with the labels held fixed. Through the labeled points
+    alone, a few labels are a few percent of a minibatch's loss, and the net
+    can end far from that minimizer where the graph makes a wrong cut cheaper
+    than the labeled one. The targets ask every point of the subsample for
+    the class that the graph and the labels give it together. They are its
+    class, not its harmonic values: with few labels those values sit near
+    the class shares over most of the graph, and only their order says more.
+
+    The subsample (``WARM_START_POINTS`` points, at least one minibatch, all
+    of them if there are fewer) holds every labeled point it has room for,
+    the rest drawn at random; ``z_train`` are the points' affinity
+    coordinates. A point in a part of the subsample's graph that no label
+    reaches gets no target. The same targets for the same ``seed``.
+    """
+    n = len(z_train)
+    targets = np.zeros((n, k), np.float32)
+    labeled = np.flatnonzero(labels >= 0)
+    targets[labeled, labels[labeled]] = 1.0
+    size = min(n, max(WARM_START_POINTS, batch_size))
+    rng = np.random.default_rng(seed)
+    rows = rng.permutation(labeled)[:size]
+    unlabeled = np.flatnonzero(labels < 0)
+    rows = np.sort(np.r_[rows, rng.choice(unlabeled, size - len(rows), replace=False)])
+    if (labels[rows] < 0).any():
+        w = affinity.for_full_data(size, batch_size).kernel_matrix(tf.constant(z_train[rows]))
+        f = harmonic_scores(w.numpy(), labels[rows], k)
+        reached = ~np.isnan(f[:, 0])
+        targets[rows[reached]] = np.eye(k, dtype=np.float32)[f[reached].argmax(axis=1)]
+    return distribute.run(distribute.get(strategy), distribute.from_first,
+                          tf.constant(targets)).numpy()
+
+
+def minibatch_loss(w, y, laplacian="unnormalized", targets=None, label_weight=0.0):
     """The loss of one minibatch: the SpectralNet loss, plus ``label_weight``
-    times the labeled points' cross-entropy (``losses.label_loss``) when
-    ``labels`` are given. Training and validation both use it.
+    times the cross-entropy of the points' class ``targets``
+    (``losses.label_loss``) when they are given. Training and validation
+    both use it.
 
     In a replica of a ``tf.distribute`` strategy, ``w`` holds this replica's
     rows of W (``affinity.kernel_matrix``) and ``y`` the gathered outputs of
@@ -222,21 +265,21 @@ def minibatch_loss(w, y, laplacian="unnormalized", labels=None, label_weight=0.0
         if laplacian == "normalized":
             degrees = distribute.all_gather(tf.reduce_sum(w, axis=1))
     loss = spectral_loss(w, rows, laplacian, y_cols=cols, d_cols=degrees)
-    if labels is not None and label_weight > 0:
+    if targets is not None and label_weight > 0:
         # Computed in full on every replica: each adds its share.
-        loss += distribute.even_share(label_weight * label_loss(y, labels, y.shape[-1]))
+        loss += distribute.even_share(label_weight * label_loss(y, targets))
     return loss
 
 
 def gradient_step(model, optimizer, x_batch, w, laplacian="unnormalized", gradient="projected",
-                  labels=None, label_weight=0.0):
+                  targets=None, label_weight=0.0):
     """One gradient step of Algorithm 1 on a minibatch and its affinity ``w``;
     the Orthonorm kernel is non-trainable, so it is a constant here. With
-    ``labels`` and ``label_weight`` > 0 the loss adds that multiple of the
-    labeled points' cross-entropy (``losses.label_loss``). Returns the loss.
+    class ``targets`` and ``label_weight`` > 0 the loss adds that multiple of
+    their cross-entropy (``losses.label_loss``). Returns the loss.
 
     Under a strategy, ``x_batch`` is this replica's shard of the global
-    minibatch, ``w`` its rows of W and ``labels`` those of the global batch:
+    minibatch, ``w`` its rows of W and ``targets`` those of the global batch:
     the outputs are gathered, the gradients of the replicas' parts of the
     loss with respect to Y are summed, so every replica holds the global
     batch's ∂L/∂Y (and projects it), and each back-propagates its own rows.
@@ -246,7 +289,7 @@ def gradient_step(model, optimizer, x_batch, w, laplacian="unnormalized", gradie
     y = distribute.all_gather(y_local)
     with tf.GradientTape() as loss_tape:
         loss_tape.watch(y)
-        loss = minibatch_loss(w, y, laplacian, labels, label_weight)
+        loss = minibatch_loss(w, y, laplacian, targets, label_weight)
     grad_y = distribute.all_sum(loss_tape.gradient(loss, y))
     if gradient == "projected":
         grad_y = tangent_projection(y, grad_y)
@@ -429,7 +472,9 @@ def train_spectralnet(
     affinity of labeled pairs (semi-supervised; ``affinity.apply_labels``).
     Then ``labeled_share`` of each gradient minibatch is drawn from the
     labeled points (as many as there are, up to that share), and
-    ``label_weight`` weighs their cross-entropy in the loss.
+    ``label_weight`` weighs the cross-entropy of the class targets in the
+    loss: the labels, and on a subsample the harmonic function they give on
+    the graph (``label_targets``).
     With ``eigvecs`` (the true eigenvectors on ``x_eval``), the history also
     holds the Grassmann distance after each epoch. ``z_train``/``z_val`` are
     the points' coordinates for the affinity, when they are not
@@ -470,7 +515,14 @@ def train_spectralnet(
     keep = VALIDATION_MAX_BATCHES * batch_size
     x_val, y_val = x_val[:keep], y_val[:keep]
     z_val = affinity.embed_all(x_val) if z_val is None else np.asarray(z_val, np.float32)[:keep]
-    val_batches = validation_batches(x_val, z_val, y_val, batch_size, affinity)
+    k = int(body.outputs[0].shape[-1])
+    val_batches = validation_batches(x_val, z_val, y_val, batch_size, affinity, k)
+    targets_tr = None
+    if semi_supervised and label_weight > 0:
+        # The graph holds every label the fit was given, the hold-out's too.
+        targets_tr = tf.constant(label_targets(
+            affinity, np.concatenate([z_tr.numpy(), z_val]), np.r_[y_train, y_val], k,
+            batch_size=batch_size, seed=seed, strategy=strategy)[:n])
 
     def ortho_step(rows):
         # Orthogonalization step: the kernel from the Gram matrix of the whole minibatch.
@@ -482,12 +534,13 @@ def train_spectralnet(
         # from the gathered coordinates.
         local = distribute.local_part(rows)
         w = affinity.kernel_matrix(distribute.all_gather(tf.gather(z_tr, local)))
-        labels = None
+        targets = None
         if semi_supervised:
-            labels = tf.gather(y_tr, rows)
-            w = apply_labels(w, labels)
+            w = apply_labels(w, tf.gather(y_tr, rows))
+            if targets_tr is not None:
+                targets = tf.gather(targets_tr, rows)
         return gradient_step(model, optimizer, tf.gather(x_tr, local), w, laplacian, gradient,
-                             labels, label_weight)
+                             targets, label_weight)
 
     @tf.function
     def run_epoch(steps):
@@ -512,7 +565,7 @@ def train_spectralnet(
     if init == "spectral":
         # Computed again on resume (same seed, same start), but not fitted to again.
         start = warm_start_eigenvectors(
-            affinity, x_train, body.outputs[0].shape[-1], batch_size=batch_size,
+            affinity, x_train, k, batch_size=batch_size,
             laplacian=laplacian, seed=seed, labels=y_train if semi_supervised else None,
             strategy=strategy, z_train=None if z_train is None else z_tr.numpy())
         if checkpointer is None or checkpointer.latest() is None:

@@ -205,6 +205,30 @@ def test_a_semi_supervised_fit_answers_in_the_ids_of_its_labels():
         np.testing.assert_array_equal(net.predict(x), net.labels_)
 
 
+def test_the_label_term_is_asked_for_the_graphs_classes_with_every_label_held(monkeypatch):
+    # The harmonic targets are computed on the training rows and the
+    # hold-out together, so no label the user gave is left out of the graph,
+    # and the loss then sees the targets of the training rows.
+    import spectralnet_tf.train as train
+
+    x, y, k = load_dataset("moons", n=300)
+    known = np.where(np.random.default_rng(0).uniform(size=len(y)) < 0.05, y, -1)
+    seen = {}
+    real = train.label_targets
+
+    def spy(affinity, z, labels, n_classes, **kwargs):
+        seen.update(rows=len(z), labels=np.sort(labels[labels >= 0]))
+        seen["targets"] = real(affinity, z, labels, n_classes, **kwargs)
+        return seen["targets"]
+
+    monkeypatch.setattr(train, "label_targets", spy)
+    SpectralNet(k, hidden_units=(16,), max_epochs=1, steps_per_epoch=2,
+                random_state=0).fit(x, partial_labels=known)
+    assert seen["rows"] == len(x)
+    np.testing.assert_array_equal(seen["labels"], np.sort(known[known >= 0]))
+    assert (seen["targets"].sum(axis=1) == 1).all()  # every point of 300 has a class
+
+
 def test_y_is_ignored_as_by_every_scikit_learn_clusterer():
     x, y, k = load_dataset("moons", n=300)
     params = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=10, random_state=0)

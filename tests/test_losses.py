@@ -59,17 +59,32 @@ def test_label_loss_is_the_cross_entropy_of_distances_to_the_class_prototypes():
     logits = -((y[lab, None, :] - protos[None]) ** 2).sum(-1)
     log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
     expected = -log_p[np.arange(len(lab)), labels[lab]].mean()
-    got = label_loss(tf.constant(y), tf.constant(labels), 3).numpy()
+    got = label_loss(tf.constant(y), tf.one_hot(labels, 3)).numpy()
     np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
+def test_soft_targets_weigh_the_prototypes_and_the_cross_entropy_by_their_rows():
+    # Rows of probabilities (harmonic targets) and zero rows (no target):
+    # prototypes are the column-weighted means, the mean runs over the rows
+    # with a target, and one-hot rows give the labeled points' loss above.
+    rng = np.random.default_rng(2)
+    y = rng.normal(size=(6, 2)).astype(np.float32)
+    t = np.array([[1, 0], [0, 1], [0.7, 0.3], [0.2, 0.8], [0, 0], [0, 0]], np.float32)
+    protos = (t.T @ y) / t.sum(axis=0)[:, None]
+    logits = -((y[:, None, :] - protos[None]) ** 2).sum(-1)
+    log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    expected = -(t * log_p).sum(axis=1)[:4].mean()
+    np.testing.assert_allclose(label_loss(tf.constant(y), tf.constant(t)).numpy(), expected,
+                               rtol=1e-5)
 
 
 def test_label_loss_is_zero_without_labels_and_falls_as_classes_separate():
     y = tf.constant(np.random.default_rng(1).normal(size=(8, 2)).astype(np.float32))
-    assert label_loss(y, tf.fill([8], -1), 2).numpy() == 0.0
-    labels = tf.constant([0, 0, 0, 0, 1, 1, 1, 1])
+    assert label_loss(y, tf.zeros([8, 2])).numpy() == 0.0
+    labels = tf.one_hot([0, 0, 0, 0, 1, 1, 1, 1], 2)
     mixed = tf.constant([[0.0, 0.0], [2.0, 0.0]] * 4)  # each class spread over both places
     apart = tf.constant([[0.0, 0.0]] * 4 + [[2.0, 0.0]] * 4)
-    assert label_loss(apart, labels, 2).numpy() < 0.05 < np.log(2) - 1e-6 < label_loss(mixed, labels, 2).numpy() + 1e-6
+    assert label_loss(apart, labels).numpy() < 0.05 < np.log(2) - 1e-6 < label_loss(mixed, labels).numpy() + 1e-6
 
 
 def test_nt_xent_matches_its_definition():

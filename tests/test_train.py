@@ -3,7 +3,7 @@ import pytest
 import numpy as np
 import tensorflow as tf
 
-from spectralnet_tf.train import PlateauSchedule, sample_rows
+from spectralnet_tf.train import PlateauSchedule, label_targets, sample_rows
 
 
 def test_plateau_schedule_divides_by_ten_after_patience_and_stops_at_min_lr():
@@ -242,3 +242,35 @@ def test_the_progress_bar_names_epochs_as_its_unit(capsys):
     run_epochs(lambda: 1.0, lambda: 1.0, schedule, epochs=3, verbose=1)
     out = capsys.readouterr().out
     assert "/epoch" in out and "/step" not in out, out
+
+
+def _two_blobs_and_affinity(n=400, batch_size=128):
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], n // 2)
+    x = (rng.normal(scale=0.3, size=(n, 2)) + 3.0 * y[:, None]).astype(np.float32)
+    return x, y, GaussianKNNAffinity(n_nbrs=5, scale_nbr=2).fit(x, batch_size)
+
+
+def test_label_targets_hold_the_labels_and_give_the_graphs_harmonic_function():
+    x, y, affinity = _two_blobs_and_affinity()
+    labels = np.full(len(y), -1)
+    labels[[0, 1, 300]] = y[[0, 1, 300]]  # three labels in two blobs
+    t = label_targets(affinity, x, labels, 2, batch_size=128, seed=0)
+    np.testing.assert_array_equal(t[[0, 1, 300]], np.eye(2)[y[[0, 1, 300]]])
+    np.testing.assert_allclose(t.sum(axis=1), 1.0, rtol=1e-5)  # every point: a distribution
+    np.testing.assert_array_equal(t.argmax(axis=1), y)  # each blob follows its label
+    np.testing.assert_array_equal(label_targets(affinity, x, labels, 2, batch_size=128, seed=0), t)
+
+
+def test_label_targets_cover_a_subsample_with_every_labeled_point(monkeypatch):
+    import spectralnet_tf.train as train
+
+    monkeypatch.setattr(train, "WARM_START_POINTS", 150)
+    x, y, affinity = _two_blobs_and_affinity(batch_size=100)
+    labels = np.where(np.arange(len(y)) % 10 == 0, y, -1)  # 40 labeled points
+    t = label_targets(affinity, x, labels, 2, batch_size=100, seed=0)
+    has = t.sum(axis=1) > 0
+    assert has.sum() == 150 and has[labels >= 0].all()
+    np.testing.assert_array_equal(t[has].argmax(axis=1), y[has])
