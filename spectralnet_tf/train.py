@@ -207,6 +207,19 @@ def validation_batches(x_val, z_val, y_val, batch_size, affinity, n_classes):
     ]
 
 
+def subsample_size(n, batch_size):
+    """Points of a subsample solved exactly (the warm start's eigenvectors,
+    the label targets' harmonic function): ``WARM_START_POINTS``, at least
+    one minibatch, all n if there are fewer."""
+    return min(n, max(WARM_START_POINTS, batch_size))
+
+
+def subsample_graph(affinity, z_sub, batch_size):
+    """Dense W on the subsample coordinates ``z_sub`` of the graph the
+    minibatches sample (``Affinity.for_full_data`` at the subsample's size)."""
+    return affinity.for_full_data(len(z_sub), batch_size).kernel_matrix(tf.constant(z_sub))
+
+
 def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=None):
     """The class targets of the label term (``losses.label_loss``), (n, k)
     one-hot rows: the labeled points' own classes; on the unlabeled points of
@@ -234,13 +247,13 @@ def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=
     targets = np.zeros((n, k), np.float32)
     labeled = np.flatnonzero(labels >= 0)
     targets[labeled, labels[labeled]] = 1.0
-    size = min(n, max(WARM_START_POINTS, batch_size))
+    size = subsample_size(n, batch_size)
     rng = np.random.default_rng(seed)
     rows = rng.permutation(labeled)[:size]
     unlabeled = np.flatnonzero(labels < 0)
     rows = np.sort(np.r_[rows, rng.choice(unlabeled, size - len(rows), replace=False)])
     if (labels[rows] < 0).any():
-        w = affinity.for_full_data(size, batch_size).kernel_matrix(tf.constant(z_train[rows]))
+        w = subsample_graph(affinity, z_train[rows], batch_size)
         f = harmonic_scores(w.numpy(), labels[rows], k)
         reached = ~np.isnan(f[:, 0])
         targets[rows[reached]] = np.eye(k, dtype=np.float32)[f[reached].argmax(axis=1)]
@@ -313,11 +326,10 @@ def warm_start_eigenvectors(affinity, x_train, k, *, batch_size, laplacian="unno
     ``seed``: a resumed fit measures against them again (``near_the_start``)."""
     strategy = distribute.get(strategy)
     n = len(x_train)
-    size = min(n, max(WARM_START_POINTS, batch_size))
+    size = subsample_size(n, batch_size)
     rows = np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
-    graph = affinity.for_full_data(size, batch_size)
     z_sub = affinity.embed_all(x_train[rows]) if z_train is None else z_train[rows]
-    w = graph.kernel_matrix(tf.constant(z_sub))
+    w = subsample_graph(affinity, z_sub, batch_size)
     if labels is not None and (labels[rows] >= 0).any():
         w = apply_labels(w, tf.constant(labels[rows]))
     # float64: near-degenerate small eigenvalues must not drown in float32 rounding.
