@@ -461,6 +461,50 @@ def cmd_strengths(args):
                 {"strengths": list(args.strengths)})
 
 
+def draw_accs(x, y, known, seed, draws, strength):
+    """A trial's two label-dependent figures under each of ``draws``
+    cross-validation draws of the label classifier (its folds shuffled by
+    the draw, 0 to draws - 1): that classifier's ACC alone (the "labels
+    alone" reference is draw 0) and the ACC of the harmonic function of the
+    graph the minibatches sample, reshaped at ``strength`` by it (what the
+    label term asks a fit for). Returns (SVM ACCs, reshaped ACCs)."""
+    from spectralnet_tf.metrics import acc
+    from spectralnet_tf.spectral import harmonic_labels
+
+    aff, m = sampled_affinity(x, seed, strength=strength)
+    svm, reshaped = [], []
+    for draw in range(draws):
+        aff.fit_labels(x, known, x, seed=draw)
+        svm.append(round(acc(y, aff.label_classifier_.predict(x)), 4))
+        w = aff.for_full_data(len(x), m).graph(x)
+        reshaped.append(round(acc(y, harmonic_labels(w, known, 2)), 4))
+    return svm, reshaped
+
+
+def cmd_draws(args):
+    """How much of the target is the classifier's fold draw: per trial of
+    ``--n`` x ``--settings`` x ``--fractions`` x ``--seeds``, the SVM of the
+    labels alone and the graph it reshapes (``draw_accs``) under
+    ``--draws`` fold draws, beside the trial's target, whose SVM is draw 0
+    as in the grid. Nothing is trained: development seeds by default."""
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+
+    strength = GaussianKNNAffinity().label_strength if args.strength is None else args.strength
+    trials = []
+    for fraction in args.fractions:
+        for t, x, y, known in setting_trials(args.n, args.settings, args.seeds, fraction):
+            x = x.astype(np.float32)
+            svm, reshaped = draw_accs(x, y, known, t["seed"], args.draws, strength)
+            out = {**t, "labeled": int((known >= 0).sum()), "supervised_acc": svm[0],
+                   "harmonic_acc": harmonic_acc(x, y, known, t["seed"]),
+                   "svm_by_draw": svm, "reshaped_by_draw": reshaped}
+            out["target"] = target_acc(out)
+            trials.append(out)
+            print(json.dumps(out), flush=True)
+    save_trials("draws", args.tag or "draws", args, trials,
+                {"draws": args.draws, "strength": strength})
+
+
 def cmd_mnist(args):
     """The main job (``run.py --dset mnist``) with each labeled fraction, one
     run at a time in a subprocess with TensorFlow's default threads; each run
@@ -514,6 +558,32 @@ def _strengths_table(trials):
               f"{int((margin < -0.02).sum())} | {margin.min():+.3f} | {np.median(margin):+.3f} |")
 
 
+def _draws_table(trials):
+    """One row per labeled fraction of a ``draws`` record (and one for all):
+    how often the SVM of another fold draw meets the trial's own target (the
+    reference's noise at the target's margin), and how often the reshaped
+    graph does in every draw, in some, and in none."""
+    n_draws = len(trials[0]["svm_by_draw"])
+    print(f"{len(trials)} trials, {n_draws} fold draws each (draw 0 is the reference's). "
+          "Target: max(SVM of draw 0, harmonic) − 0.005.\n")
+    print("| labeled fraction | trials | SVM draws 1–%d ≥ target | trials with an SVM draw under "
+          "its own target | reshaped graph: draws ≥ target | reshaped graph ≥ target in every "
+          "draw / some / none | median spread over draws: SVM / reshaped |\n|" % (n_draws - 1)
+          + " --- |" * 7)
+    groups = list(_groups(trials, ["fraction"]).items()) + [(("all",), trials)]
+    for (fraction,), group in groups:
+        other = [[a >= t["target"] for a in t["svm_by_draw"][1:]] for t in group]
+        hits = [[a >= t["target"] for a in t["reshaped_by_draw"]] for t in group]
+        every = sum(all(h) for h in hits)
+        none = sum(not any(h) for h in hits)
+        spread = [np.median([max(t[k]) - min(t[k]) for t in group])
+                  for k in ("svm_by_draw", "reshaped_by_draw")]
+        print(f"| {fraction} | {len(group)} | {sum(map(sum, other))} of {sum(map(len, other))} "
+              f"| {sum(not all(o) for o in other)} | {sum(map(sum, hits))} of "
+              f"{sum(map(len, hits))} | {every} / {len(group) - every - none} / {none} "
+              f"| {spread[0]:.3f} / {spread[1]:.3f} |")
+
+
 def cmd_table(args):
     with open(args.record) as f:
         record = json.load(f)
@@ -549,6 +619,9 @@ def cmd_table(args):
         return
     if record["kind"] == "strengths":
         _strengths_table(record["trials"])
+        return
+    if record["kind"] == "draws":
+        _draws_table(record["trials"])
         return
     if record["kind"] == "mnist":
         rate = record["matmul_gflops"]
@@ -696,6 +769,17 @@ def main(argv=None):
     q.add_argument("--strengths", type=float, nargs="+", default=list(STRENGTHS))
     q.add_argument("--tag", default=None)
     q.add_argument("--results", default=os.path.join(ROOT, "benchmarks", "results"))
+    q = sub.add_parser("draws", help="the references and the reshaped graph by fold draw")
+    q.add_argument("--n", type=int, nargs="+", default=[1500])
+    q.add_argument("--settings", type=_setting, nargs="+", default=SETTINGS,
+                   help="OUTER_RADIUS/NOISE pairs")
+    q.add_argument("--seeds", type=int, nargs="+", default=DEV_SEEDS)
+    q.add_argument("--fractions", type=float, nargs="+", default=[0.01, 0.02, 0.05])
+    q.add_argument("--draws", type=int, default=8, help="fold draws per trial (0 to DRAWS - 1)")
+    q.add_argument("--strength", type=float, default=None,
+                   help="label strength (default: the affinity's)")
+    q.add_argument("--tag", default=None)
+    q.add_argument("--results", default=os.path.join(ROOT, "benchmarks", "results"))
     q = sub.add_parser("mnist")
     q.add_argument("--fractions", type=float, nargs="+", default=[0.0, 0.001, 0.01, 0.02],
                    help="labeled fractions (0: the unsupervised run)")
@@ -712,7 +796,8 @@ def main(argv=None):
                    help="each trial's ACC less its target instead of ACC (labelled grids)")
     args = p.parse_args(argv)
     {"grid": cmd_grid, "ablate": cmd_ablate, "cause": cmd_cause, "arcs": cmd_arcs,
-     "harmonic": cmd_harmonic, "strengths": cmd_strengths, "mnist": cmd_mnist,
+     "harmonic": cmd_harmonic, "strengths": cmd_strengths, "draws": cmd_draws,
+     "mnist": cmd_mnist,
      "table": cmd_table, "plot": cmd_plot}[args.command](args)
 
 

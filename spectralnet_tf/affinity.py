@@ -135,8 +135,11 @@ class GaussianAffinity(BaseEstimator):
         return x if fn is None else fn(x)
 
     def fit(self, x, batch_size, seed=0):
-        """Set ``scale_`` from random samples of ``batch_size`` points of x."""
+        """Set ``scale_`` from random samples of ``batch_size`` points of x
+        (in ``embedding``: the label scores of an earlier ``fit_labels`` are
+        dropped)."""
         self.check_params(batch_size)
+        self.forget_labels()
         if self.scale == "local":
             self.scale_ = None
             return self
@@ -163,7 +166,9 @@ class GaussianAffinity(BaseEstimator):
         (``label_scores_``, a ``labelscores.LabelScores``), with the kernel
         width measured on ``x_train``. Nothing with ``label_strength``
         0, without labels, or with every point labeled (the labeled pairs
-        are then the whole affinity of a minibatch). Returns self."""
+        are then the whole affinity of a minibatch). A second call replaces
+        the first's classifier. Returns self."""
+        self.forget_labels()
         labeled = np.asarray(labels) >= 0
         if self.label_strength == 0 or labeled.all() or not labeled.any():
             return self
@@ -173,6 +178,12 @@ class GaussianAffinity(BaseEstimator):
         self.label_scores_ = LabelScores(self.embedding, classifier, self.label_strength, width)
         self.label_classifier_ = classifier
         return self
+
+    def forget_labels(self):
+        """Drop ``label_scores_`` and ``label_classifier_``: distances are
+        taken in ``embedding`` again."""
+        for name in ("label_scores_", "label_classifier_"):
+            self.__dict__.pop(name, None)
 
     def embedder(self):
         """The map from a point to the coordinates its distances are taken in:

@@ -127,6 +127,23 @@ def test_a_local_scale_is_measured_as_the_median_neighbour_distance():
     assert np.isclose(kernel_width(aff, x, sample=300), np.median(dist), rtol=1e-5)
 
 
+def test_the_affinity_refits_its_classifier_on_its_own_embedding():
+    """fit_labels again, or fit, starts from the embedding, not from the
+    coordinates an earlier classifier extended."""
+    x, y = _rings(n=200)
+    known = _partial(y)
+    once = GaussianKNNAffinity(n_nbrs=5).fit(x, batch_size=200).fit_labels(x, known, x, seed=1)
+    twice = GaussianKNNAffinity(n_nbrs=5).fit(x, batch_size=200).fit_labels(x, known, x, seed=0)
+    twice.fit_labels(x, known, x, seed=1)
+    assert twice.label_classifier_.n_features_in_ == 2
+    np.testing.assert_array_equal(twice.embed_all(x), once.embed_all(x))
+    refit = twice.fit(x, batch_size=200)
+    assert not hasattr(refit, "label_scores_") and not hasattr(refit, "label_classifier_")
+    assert refit.scale_ == GaussianKNNAffinity(n_nbrs=5).fit(x, batch_size=200).scale_
+    twice.fit_labels(x, known, x, seed=1).set_params(label_strength=0.0).fit_labels(x, known, x)
+    assert twice.embedder() is None
+
+
 FAST = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=5, random_state=0)
 
 

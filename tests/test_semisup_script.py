@@ -176,3 +176,34 @@ def test_strengths_scores_each_strength_by_held_out_labels_and_renders(tmp_path,
     out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
                           str(path)], capture_output=True, text=True, check=True).stdout
     assert "| strength 8 | 1 of 1 | 0 |" in out and "| chosen by held-out Brier score | 1 of 1 |" in out
+
+
+@pytest.mark.slow  # a harness command end to end (about 10 s)
+@pytest.mark.research
+def test_draws_keeps_the_reference_as_draw_zero_and_renders(tmp_path, load_script):
+    from harness.semisup import draw_accs, rings_and_labels, supervised_acc
+
+    semisup = load_script("semisup")
+    semisup.main(["draws", "--n", "300", "--settings", "2.0/0.05", "--seeds", "0",
+                  "--fractions", "0.1", "--draws", "3", "--results", str(tmp_path)])
+    (path,) = tmp_path.glob("*draws*.json")
+    record = json.loads(path.read_text())
+    (trial,) = record["trials"]
+    assert record["strength"] == 8.0 and len(trial["svm_by_draw"]) == 3
+    x, y, known = rings_and_labels(300, 2.0, 0.05, 0, 0.1)
+    x = x.astype(np.float32)
+    # Draw 0 is the grid's reference, fitted the same way.
+    assert trial["supervised_acc"] == trial["svm_by_draw"][0] == supervised_acc(x, y, known)
+    # Rings this far apart: every draw's graph is right.
+    assert trial["reshaped_by_draw"] == [1.0, 1.0, 1.0]
+    # Labels against the rings: the reshaped graph follows them, off the rings' ACC.
+    flipped = np.where(known >= 0, np.arange(len(known)) % 2, -1)
+    svm, reshaped = draw_accs(x, y, flipped, 0, 2, 8.0)
+    assert max(reshaped) < 0.9 and len(svm) == 2
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
+                          str(path)], capture_output=True, text=True, check=True).stdout
+    # The row counts what the record holds (other SVM draws against draw 0's target).
+    other = sum(a >= trial["target"] for a in trial["svm_by_draw"][1:])
+    spread = max(trial["svm_by_draw"]) - min(trial["svm_by_draw"])
+    assert (f"| 0.1 | 1 | {other} of 2 | {int(other < 2)} | 3 of 3 | 1 / 0 / 0 "
+            f"| {spread:.3f} / 0.000 |") in out
