@@ -760,26 +760,23 @@ def main(argv=None):
             q.add_argument("--seeds", type=int, nargs="+", default=DEV_SEEDS)
             q.add_argument("--fraction", type=float, default=0.02, help="labeled fraction")
             q.epilog = "--n, --settings, --seeds and --fraction apply without records only."
-    q = sub.add_parser("strengths", help="the exact reference at each label strength")
-    q.add_argument("--n", type=int, nargs="+", default=[1500])
-    q.add_argument("--settings", type=_setting, nargs="+", default=SETTINGS,
-                   help="OUTER_RADIUS/NOISE pairs")
-    q.add_argument("--seeds", type=int, nargs="+", default=DEV_SEEDS)
-    q.add_argument("--fractions", type=float, nargs="+", default=[0.01, 0.02, 0.05])
-    q.add_argument("--strengths", type=float, nargs="+", default=list(STRENGTHS))
-    q.add_argument("--tag", default=None)
-    q.add_argument("--results", default=os.path.join(ROOT, "benchmarks", "results"))
-    q = sub.add_parser("draws", help="the references and the reshaped graph by fold draw")
-    q.add_argument("--n", type=int, nargs="+", default=[1500])
-    q.add_argument("--settings", type=_setting, nargs="+", default=SETTINGS,
-                   help="OUTER_RADIUS/NOISE pairs")
-    q.add_argument("--seeds", type=int, nargs="+", default=DEV_SEEDS)
-    q.add_argument("--fractions", type=float, nargs="+", default=[0.01, 0.02, 0.05])
-    q.add_argument("--draws", type=int, default=8, help="fold draws per trial (0 to DRAWS - 1)")
-    q.add_argument("--strength", type=float, default=None,
-                   help="label strength (default: the affinity's)")
-    q.add_argument("--tag", default=None)
-    q.add_argument("--results", default=os.path.join(ROOT, "benchmarks", "results"))
+    for name, about in (("strengths", "the exact reference at each label strength"),
+                        ("draws", "the references and the reshaped graph by fold draw")):
+        q = sub.add_parser(name, help=about)
+        q.add_argument("--n", type=int, nargs="+", default=[1500])
+        q.add_argument("--settings", type=_setting, nargs="+", default=SETTINGS,
+                       help="OUTER_RADIUS/NOISE pairs")
+        q.add_argument("--seeds", type=int, nargs="+", default=DEV_SEEDS)
+        q.add_argument("--fractions", type=float, nargs="+", default=[0.01, 0.02, 0.05])
+        if name == "strengths":
+            q.add_argument("--strengths", type=float, nargs="+", default=list(STRENGTHS))
+        else:
+            q.add_argument("--draws", type=int, default=8,
+                           help="fold draws per trial (0 to DRAWS - 1)")
+            q.add_argument("--strength", type=float, default=None,
+                           help="label strength (default: the affinity's)")
+        q.add_argument("--tag", default=None)
+        q.add_argument("--results", default=os.path.join(ROOT, "benchmarks", "results"))
     q = sub.add_parser("mnist")
     q.add_argument("--fractions", type=float, nargs="+", default=[0.0, 0.001, 0.01, 0.02],
                    help="labeled fractions (0: the unsupervised run)")
