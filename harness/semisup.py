@@ -352,6 +352,14 @@ def setting_trials(sizes, settings, seeds, fraction):
                 yield (t, *rings_and_labels(n, r2, noise, seed, fraction))
 
 
+def fraction_trials(args):
+    """``setting_trials`` for each of ``args.fractions`` (the development
+    diagnostics' grid), the points as float32, as the estimator sees them."""
+    for fraction in args.fractions:
+        for t, x, y, known in setting_trials(args.n, args.settings, args.seeds, fraction):
+            yield t, x.astype(np.float32), y, known
+
+
 def cmd_harmonic(args):
     """The exact semi-supervised reference beside each labeled trial of the
     grid records given: the harmonic function (``spectral.harmonic_labels``)
@@ -442,21 +450,19 @@ def cmd_strengths(args):
     from spectralnet_tf.spectral import harmonic_labels
 
     trials = []
-    for fraction in args.fractions:
-        for t, x, y, known in setting_trials(args.n, args.settings, args.seeds, fraction):
-            x = x.astype(np.float32)
-            out = {**t, "labeled": int((known >= 0).sum()),
-                   "supervised_acc": supervised_acc(x, y, known),
-                   "harmonic_acc": harmonic_acc(x, y, known, t["seed"])}
-            out["target"] = target_acc(out)
-            graphs = reshaped_graphs(x, t["seed"], known, args.strengths)
-            brier = held_out_brier(x, known, args.strengths, t["seed"])
-            out["reshaped_acc"] = {f"{s:g}": round(acc(y, harmonic_labels(w, known, 2)), 4)
-                                   for s, w in graphs.items()}
-            out["brier"] = {f"{s:g}": round(brier[s], 4) for s in args.strengths}
-            out["chosen"] = min(out["brier"], key=out["brier"].get)  # first: the weaker
-            trials.append(out)
-            print(json.dumps(out), flush=True)
+    for t, x, y, known in fraction_trials(args):
+        out = {**t, "labeled": int((known >= 0).sum()),
+               "supervised_acc": supervised_acc(x, y, known),
+               "harmonic_acc": harmonic_acc(x, y, known, t["seed"])}
+        out["target"] = target_acc(out)
+        graphs = reshaped_graphs(x, t["seed"], known, args.strengths)
+        brier = held_out_brier(x, known, args.strengths, t["seed"])
+        out["reshaped_acc"] = {f"{s:g}": round(acc(y, harmonic_labels(w, known, 2)), 4)
+                               for s, w in graphs.items()}
+        out["brier"] = {f"{s:g}": round(brier[s], 4) for s in args.strengths}
+        out["chosen"] = min(out["brier"], key=out["brier"].get)  # first: the weaker
+        trials.append(out)
+        print(json.dumps(out), flush=True)
     save_trials("strengths", args.tag or "strengths", args, trials,
                 {"strengths": list(args.strengths)})
 
@@ -491,16 +497,14 @@ def cmd_draws(args):
 
     strength = GaussianKNNAffinity().label_strength if args.strength is None else args.strength
     trials = []
-    for fraction in args.fractions:
-        for t, x, y, known in setting_trials(args.n, args.settings, args.seeds, fraction):
-            x = x.astype(np.float32)
-            svm, reshaped = draw_accs(x, y, known, t["seed"], args.draws, strength)
-            out = {**t, "labeled": int((known >= 0).sum()), "supervised_acc": svm[0],
-                   "harmonic_acc": harmonic_acc(x, y, known, t["seed"]),
-                   "svm_by_draw": svm, "reshaped_by_draw": reshaped}
-            out["target"] = target_acc(out)
-            trials.append(out)
-            print(json.dumps(out), flush=True)
+    for t, x, y, known in fraction_trials(args):
+        svm, reshaped = draw_accs(x, y, known, t["seed"], args.draws, strength)
+        out = {**t, "labeled": int((known >= 0).sum()), "supervised_acc": svm[0],
+               "harmonic_acc": harmonic_acc(x, y, known, t["seed"]),
+               "svm_by_draw": svm, "reshaped_by_draw": reshaped}
+        out["target"] = target_acc(out)
+        trials.append(out)
+        print(json.dumps(out), flush=True)
     save_trials("draws", args.tag or "draws", args, trials,
                 {"draws": args.draws, "strength": strength})
 
