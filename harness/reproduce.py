@@ -43,7 +43,8 @@ from spectralnet_tf.losses import LAPLACIANS
 from spectralnet_tf.metrics import acc, grassmann, matched, nmi
 from spectralnet_tf.networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS
 from spectralnet_tf.resources import pretrained_path, sha256
-from spectralnet_tf.spectral import DENSE_MAX_N, EigensolverTimeout, edge_purity, spectrum
+from spectralnet_tf.spectral import (DENSE_MAX_N, EigensolverTimeout, edge_purity,
+                                     harmonic_labels, spectrum)
 from spectralnet_tf.streaming import Rows, is_lazy, map_batches
 from spectralnet_tf.cli import layer_widths
 from spectralnet_tf.train import GRADIENTS, INITS
@@ -216,7 +217,8 @@ def build_parser():
                          "points (the trained affinity with its ranks as set, the paper's "
                          "W_full; neighbours from the run's backend), for any n: the "
                          "*_plain results; LOBPCG, with an AMG preconditioner (pyamg) above "
-                         "200,000 points")
+                         "200,000 points. With --labeled-fraction, also the harmonic "
+                         "function of that graph with the run's labels (harmonic_acc_plain)")
     mn.add_argument("--exact-time-limit", type=POSITIVE_FLOAT, default=3600.0,
                     help="seconds after which --exact-knn's eigensolver gives up (reported as "
                          "exact_plain_timeout; default 3600)")
@@ -499,7 +501,7 @@ EXACT_KMEANS_RUNS = 5
 
 
 def exact_reference(net, affinity, z, y, seed, batch_size, neighbors="exact", time_limit=None,
-                    parts=None, kmeans_runs=1):
+                    parts=None, kmeans_runs=1, partial_labels=None):
     """Exact spectral clustering of all of z on the graph that SpectralNet's
     minibatches of ``batch_size`` sample (``Affinity.for_full_data``: neighbour
     ranks scaled by n / batch size); its eigenvectors are, approximately, the
@@ -517,7 +519,14 @@ def exact_reference(net, affinity, z, y, seed, batch_size, neighbors="exact", ti
     with labels: the mean ``edge_purity`` of the graph, in all and in each of
     ``parts`` (name -> rows; None where no point of a part has an edge); and,
     with ``kmeans_runs`` > 1, k-means' inertia on all points and ACC from
-    that many seeds (the first gives the labels)."""
+    that many seeds (the first gives the labels).
+
+    Given ``partial_labels`` that label some points (a semi-supervised run's
+    own), also the ACC of the harmonic function of the same graph with those
+    labels held (``spectral.harmonic_labels``): the exact minimiser of the
+    loss with the labels, the semi-supervised counterpart of exact spectral
+    clustering, the reference of the rings' grids on the run's own graph
+    (label coordinates included, as the fit saw it)."""
     if not hasattr(affinity, "scale_"):
         affinity.fit(z, batch_size, seed=seed)
     k = net.n_clusters
@@ -539,6 +548,8 @@ def exact_reference(net, affinity, z, y, seed, batch_size, neighbors="exact", ti
         "exact_cluster_sizes": sorted(np.bincount(labels, minlength=k).tolist(), reverse=True),
         "exact_edge_purity": {name: mean(purity[r])
                               for name, r in {"all": slice(None), **(parts or {})}.items()}}
+    if partial_labels is not None and (partial_labels >= 0).any():
+        figures["harmonic_acc"] = acc(y, harmonic_labels(w, partial_labels, k))
     if kmeans_runs > 1:
         figures["exact_kmeans_runs"] = [{"seed": seed + i, "inertia": inertia,
                                          "acc": acc(y, found)}
@@ -640,7 +651,7 @@ def run(job, out, resume=False, write=True):
         # Like for like with the paper's figure: the same affinity on all n
         # points at once, its ranks unscaled (the paper's W_full).
         plain_labels, plain, figures = exact_reference(net, net.affinity_, z, y, args.seed,
-                                                       len(z), parts=parts)
+                                                       len(z), parts=parts, partial_labels=known)
         results.update({f"{key}_plain": value for key, value in figures.items()},
                        grassmann_plain=grassmann(net.embedding_, plain))
         phase("grassmann_plain", t)
@@ -653,7 +664,8 @@ def run(job, out, resume=False, write=True):
                                                        len(z), neighbors=neighbors,
                                                        time_limit=args.exact_time_limit,
                                                        parts=parts,
-                                                       kmeans_runs=EXACT_KMEANS_RUNS)
+                                                       kmeans_runs=EXACT_KMEANS_RUNS,
+                                                       partial_labels=known)
             results.update({f"{key}_plain": value for key, value in figures.items()})
         except EigensolverTimeout as err:
             results["exact_plain_timeout"] = str(err)

@@ -523,6 +523,8 @@ def cmd_mnist(args):
                str(args.seed), "--quiet", "--no-plots", "--out", out]
         if fraction > 0:
             cmd += ["--labeled-fraction", str(fraction)]
+        if args.exact_knn:
+            cmd.append("--exact-knn")
         started = machine_and_commit(now=True)[1]  # the tree this run.py imports
         code = subprocess.run(cmd).returncode
         if code:  # its own error is above
@@ -531,7 +533,8 @@ def cmd_mnist(args):
             r = json.load(f)
         trials.append({"fraction": fraction, "commit": started, "labeled": r.get("labeled", 0),
                        **{k: round(r[k], 4) for k in ("acc", "nmi", "kmeans_acc", "kmeans_nmi")},
-                       **({"svm_acc": round(r["svm_acc"], 4)} if "svm_acc" in r else {}),
+                       **{k: round(r[k], 4) for k in ("svm_acc", "exact_acc_plain",
+                                                      "harmonic_acc_plain") if k in r},
                        "epochs": r["epochs"], "seconds": r["seconds"],
                        "peak_rss_gib": r["peak_rss_gib"], "run": out})
         print(json.dumps(trials[-1]), flush=True)
@@ -629,17 +632,22 @@ def cmd_table(args):
         return
     if record["kind"] == "mnist":
         rate = record["matmul_gflops"]
-        # Newer records: the labels alone (SVM in code space) beside each labeled run.
-        svm = any("svm_acc" in t for t in record["trials"])
+        # Newer records: the labels alone (SVM in code space) beside each
+        # labeled run; with --exact-knn, the run's own graph on all points.
+        refs = [(key, name) for key, name in (
+            ("svm_acc", "SVM ACC (codes, labels alone)"),
+            ("exact_acc_plain", "exact SC ACC (its graph, no labels)"),
+            ("harmonic_acc_plain", "harmonic ACC (its graph, the labels)"))
+            if any(key in t for t in record["trials"])]
         print("| labeled fraction | labeled points | ACC | NMI | k-means ACC (codes) "
-              + "| SVM ACC (codes, labels alone) " * svm
+              + "".join(f"| {name} " for _, name in refs)
               + "| epochs | Siamese s | spectral s | total min | total s × GFLOP/s / 1000 |\n|"
-              + " --- |" * (10 + svm))
+              + " --- |" * (10 + len(refs)))
         for t in record["trials"]:
             s = t["seconds"]
             print(f"| {t['fraction']:g} | {t['labeled']} | {t['acc']:.4f} | {t['nmi']:.4f} "
                   f"| {t['kmeans_acc']:.4f} "
-                  + (f"| {t['svm_acc']:.4f} " if "svm_acc" in t else "| – ") * svm
+                  + "".join(f"| {t[key]:.4f} " if key in t else "| – " for key, _ in refs)
                   + f"| {t['epochs']} | {s.get('siamese', 0):.0f} "
                   f"| {s['spectral']:.0f} | {s['total'] / 60:.1f} | {s['total'] * rate / 1000:.0f} |")
         return
@@ -786,6 +794,9 @@ def main(argv=None):
                    help="labeled fractions (0: the unsupervised run)")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--runs", default=os.path.join(ROOT, "runs"), help="where the run directories go")
+    q.add_argument("--exact-knn", action="store_true",
+                   help="run.py's --exact-knn: beside each run, exact spectral clustering of its "
+                        "own graph on all points and, with labels, that graph's harmonic function")
     q.add_argument("--tag", default=None, help="record name (default: mnist-labels-seedS)")
     q.add_argument("--results", default=os.path.join(ROOT, "benchmarks", "results"))
     q = sub.add_parser("table")

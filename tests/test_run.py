@@ -148,6 +148,34 @@ def test_exact_reference_reports_edge_purity_per_part_and_kmeans_runs():
     assert three["exact_kmeans_runs"][0]["acc"] == three["exact_acc"] == one["exact_acc"]
 
 
+def test_exact_reference_with_labels_reports_the_harmonic_function_of_its_graph():
+    """Given a run's partial labels: the ACC of the harmonic function of the
+    very graph exact SC cut (the same W, the same labels); nothing without a
+    labeled point. Labels against the two Cs drag it off them."""
+    from types import SimpleNamespace
+
+    from harness.semisup import partial_labels
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.metrics import acc
+    from spectralnet_tf.spectral import harmonic_labels
+
+    x, y, k = load_dataset("cc")
+    net = SimpleNamespace(n_clusters=k, laplacian="unnormalized")
+    aff = GaussianKNNAffinity(n_nbrs=8, scale_nbr=2)
+    known = partial_labels(y, 0.02, 0)
+    _, _, plain = cli.exact_reference(net, aff, x, y, 0, len(x))
+    _, _, none = cli.exact_reference(net, aff, x, y, 0, len(x), partial_labels=np.full(len(x), -1))
+    _, _, right = cli.exact_reference(net, aff, x, y, 0, len(x), partial_labels=known)
+    assert "harmonic_acc" not in plain and "harmonic_acc" not in none
+    w = aff.for_full_data(len(x), len(x)).graph(x, "exact")
+    assert right["harmonic_acc"] == acc(y, harmonic_labels(w, known, k)) == 1.0
+    # Half the labels swapped: a cut the graph does not hold.
+    wrong = np.where((known >= 0) & (np.arange(len(x)) % 2 == 0), 1 - known, known)
+    _, _, off = cli.exact_reference(net, aff, x, y, 0, len(x), partial_labels=wrong)
+    assert off["harmonic_acc"] == acc(y, harmonic_labels(w, wrong, k)) < 0.9
+    assert off["exact_acc"] == right["exact_acc"] == 1.0  # exact SC sees no labels
+
+
 @pytest.mark.slow
 def test_labeled_run_reports_the_labels_alone(tmp_path):
     """With --labeled-fraction, beside the fit: the SVM of the labeled points

@@ -45,6 +45,29 @@ def test_table_of_the_mnist_record():
     assert "labeled fraction | labeled points | ACC | NMI" in out
 
 
+def test_mnist_table_shows_the_references_a_record_has(tmp_path, capsys):
+    """Each reference column appears once any run has it; a run without it
+    (the one without labels has no SVM or harmonic function) shows a dash."""
+    from harness import semisup
+
+    seconds = {"siamese": 100.0, "spectral": 110.0, "total": 240.0}
+    run = {"nmi": 0.95, "kmeans_acc": 0.8671, "epochs": 30, "seconds": seconds}
+    trials = [{**run, "fraction": 0.01, "labeled": 711, "acc": 0.9844, "svm_acc": 0.9811,
+               "exact_acc_plain": 0.9705, "harmonic_acc_plain": 0.9851},
+              {**run, "fraction": 0.0, "labeled": 0, "acc": 0.9718, "exact_acc_plain": 0.9722}]
+    record = tmp_path / "mnist.json"
+    record.write_text(json.dumps({"kind": "mnist", "command": "semisup.py mnist", "commit": "abc",
+                                  "date": "2026-11-28", "machine": "m", "matmul_gflops": 200.0,
+                                  "trials": trials}))
+    semisup.main(["table", str(record)])
+    out = capsys.readouterr().out
+    assert ("| SVM ACC (codes, labels alone) | exact SC ACC (its graph, no labels) "
+            "| harmonic ACC (its graph, the labels) | epochs |") in out
+    assert "| 0.01 | 711 | 0.9844 | 0.9500 | 0.8671 | 0.9811 | 0.9705 | 0.9851 | 30 | 100 |" in out
+    assert "| 0 | 0 | 0.9718 | 0.9500 | 0.8671 | – | 0.9722 | – | 30 | 100 | 110 | 4.0 | 48 |" in out
+    assert out.count(" --- |") == 13
+
+
 def test_rayleigh_is_the_cut_cost_of_a_split():
     from harness.semisup import rayleigh
 
