@@ -525,8 +525,8 @@ def exact_reference(net, affinity, z, y, seed, batch_size, neighbors="exact", ti
     own), also the ACC of the harmonic function of the same graph with those
     labels held (``spectral.harmonic_labels``): the exact minimiser of the
     loss with the labels, the semi-supervised counterpart of exact spectral
-    clustering, the reference of the rings' grids on the run's own graph
-    (label coordinates included, as the fit saw it)."""
+    clustering, on the graph exact SC cuts here (an affinity fitted with
+    labels keeps its label coordinates: the graph as the fit saw it)."""
     if not hasattr(affinity, "scale_"):
         affinity.fit(z, batch_size, seed=seed)
     k = net.n_clusters
