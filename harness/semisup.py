@@ -509,6 +509,13 @@ def cmd_draws(args):
                 {"draws": args.draws, "strength": strength})
 
 
+#: What a labeled MNIST run is set against (run.py's results keys -> table
+#: column): the labels alone, and with --exact-knn its own graph on all points.
+MNIST_REFERENCES = {"svm_acc": "SVM ACC (codes, labels alone)",
+                    "exact_acc_plain": "exact SC ACC (its graph, no labels)",
+                    "harmonic_acc_plain": "harmonic ACC (its graph, the labels)"}
+
+
 def cmd_mnist(args):
     """The main job (``run.py --dset mnist``) with each labeled fraction, one
     run at a time in a subprocess with TensorFlow's default threads; each run
@@ -533,8 +540,7 @@ def cmd_mnist(args):
             r = json.load(f)
         trials.append({"fraction": fraction, "commit": started, "labeled": r.get("labeled", 0),
                        **{k: round(r[k], 4) for k in ("acc", "nmi", "kmeans_acc", "kmeans_nmi")},
-                       **{k: round(r[k], 4) for k in ("svm_acc", "exact_acc_plain",
-                                                      "harmonic_acc_plain") if k in r},
+                       **{k: round(r[k], 4) for k in MNIST_REFERENCES if k in r},
                        "epochs": r["epochs"], "seconds": r["seconds"],
                        "peak_rss_gib": r["peak_rss_gib"], "run": out})
         print(json.dumps(trials[-1]), flush=True)
@@ -634,11 +640,8 @@ def cmd_table(args):
         rate = record["matmul_gflops"]
         # Newer records: the labels alone (SVM in code space) beside each
         # labeled run; with --exact-knn, the run's own graph on all points.
-        refs = [(key, name) for key, name in (
-            ("svm_acc", "SVM ACC (codes, labels alone)"),
-            ("exact_acc_plain", "exact SC ACC (its graph, no labels)"),
-            ("harmonic_acc_plain", "harmonic ACC (its graph, the labels)"))
-            if any(key in t for t in record["trials"])]
+        refs = [(key, name) for key, name in MNIST_REFERENCES.items()
+                if any(key in t for t in record["trials"])]
         print("| labeled fraction | labeled points | ACC | NMI | k-means ACC (codes) "
               + "".join(f"| {name} " for _, name in refs)
               + "| epochs | Siamese s | spectral s | total min | total s × GFLOP/s / 1000 |\n|"
