@@ -180,9 +180,15 @@ def test_a_fit_whose_rate_leaves_the_warm_start_cuts_it_and_ends_near_the_start(
     kw = dict(hidden_units=(64, 64), affinity=GaussianKNNAffinity(scale="local"), max_epochs=4,
               steps_per_epoch=20, random_state=0, init="spectral")
     fast = SpectralNet(3, learning_rate=1.0, **kw).fit(x).history_
-    assert fast["undone"][:2] == [1, 1] and min(fast["start_distance"][:2]) > 2 * START_KEPT_MAX
-    assert fast["lr"][:2] == pytest.approx([0.1, 0.01])  # the rate after each epoch
-    assert fast["undone"][2:] == [0, 0] and max(fast["start_distance"][2:]) <= START_KEPT_MAX
+    undone, far = fast["undone"], np.asarray(fast["start_distance"])
+    assert undone[0] == 1 and far[0] > 2 * START_KEPT_MAX
+    # Which epochs leave the start depends on the rounding (CPU kind, thread
+    # count: one or two cuts were seen); that each one that left it was
+    # undone at the cost of a tenth of the rate, and only those, does not.
+    assert undone == [int(d > START_KEPT_MAX) for d in far]
+    cuts = np.cumsum(undone)
+    assert fast["lr"] == pytest.approx(list(0.1 ** cuts))  # the rate after each epoch
+    assert undone[-1] == 0 and far[-1] <= START_KEPT_MAX
     slow = SpectralNet(3, learning_rate=0.01, **kw).fit(x).history_
     assert slow["undone"] == [0, 0, 0, 0] and slow["lr"] == pytest.approx([0.01] * 4)
 
