@@ -10,7 +10,7 @@ the marked blocks of BENCHMARKS.md and README.md.
     python scripts/bench.py reuters-scale     # run.py --dset reuters peak RSS as n grows
     python scripts/bench.py scale --sizes 70000 250000 1000000   # infinite MNIST
     python scripts/bench.py kmeans-sample     # k-means fitted on a sample vs all, 1M codes
-    python scripts/bench.py profile           # where a spectral step's time goes; float32 vs bf16
+    python scripts/bench.py profile           # where a spectral step's time goes; float32 vs bf16, graph vs XLA
     python scripts/bench.py default-fit       # SpectralNet's defaults on the illustrative sets
     python scripts/bench.py report            # = scripts/report.py: BENCHMARKS.md from the records
 """
@@ -86,7 +86,8 @@ def bench_profile(args, command):
     """Each part of one SpectralNet iteration at batch 1024 (10-1024-1024-512-10),
     compiled and timed alone, for a float32 and a bfloat16 network body
     (``dtype_policy``: the hidden layers; the size-k layer and Orthonorm
-    stay float32, as in training)."""
+    stay float32, as in training), each as a TensorFlow graph (how training
+    runs) and compiled by XLA (``jit_compile=True``)."""
     import tensorflow as tf
 
     import keras
@@ -102,39 +103,41 @@ def bench_profile(args, command):
     aff = GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local").fit(x.numpy(), m)
     rows = []
     for policy in ("float32", "mixed_bfloat16"):
-        model, body = build_spectralnet(10, 10, (1024, 1024, 512), seed=0, dtype_policy=policy)
-        orthonorm = model.layers[-1]
-        optimizer = keras.optimizers.RMSprop(1e-3)
-        optimizer.build(model.trainable_variables)
+        for compiler, jit in (("graph", False), ("XLA", True)):
+            model, body = build_spectralnet(10, 10, (1024, 1024, 512), seed=0,
+                                            dtype_policy=policy)
+            orthonorm = model.layers[-1]
+            optimizer = keras.optimizers.RMSprop(1e-3)
+            optimizer.build(model.trainable_variables)
 
-        @tf.function
-        def ortho():
-            return orthonorm.orthogonalize(tf.cast(body(x, training=False), tf.float32))
+            @tf.function(jit_compile=jit)
+            def ortho():
+                return orthonorm.orthogonalize(tf.cast(body(x, training=False), tf.float32))
 
-        @tf.function
-        def affinity():
-            return aff.kernel_matrix(x)
+            @tf.function(jit_compile=jit)
+            def affinity():
+                return aff.kernel_matrix(x)
 
-        w = affinity()
+            w = affinity()
 
-        @tf.function
-        def gradient():
-            return gradient_step(model, optimizer, x, w)
+            @tf.function(jit_compile=jit)
+            def gradient():
+                return gradient_step(model, optimizer, x, w)
 
-        @tf.function
-        def step():
-            ortho()
-            tf.identity(affinity())
-            return gradient()
+            @tf.function(jit_compile=jit)
+            def step():
+                ortho()
+                tf.identity(affinity())
+                return gradient()
 
-        parts = {name: _timed(fn, repeats) for name, fn in
-                 (("ortho step", ortho), ("affinity", affinity), ("gradient step", gradient),
-                  ("whole iteration", step))}
-        rows += [[policy, name, f"{ms:.1f}", f"{rate:.0f}", f"{ms * rate / 200:.1f}"]
-                 for name, ms in parts.items()]
+            parts = {name: _timed(fn, repeats) for name, fn in
+                     (("ortho step", ortho), ("affinity", affinity),
+                      ("gradient step", gradient), ("whole iteration", step))}
+            rows += [[policy, compiler, name, f"{ms:.1f}", f"{rate:.0f}",
+                      f"{ms * rate / 200:.1f}"] for name, ms in parts.items()]
     append("Where a spectral iteration's time goes (batch 1024, 10-1024-1024-512-10)",
-           ["network dtype policy", "part (compiled alone)", "ms", "matmul GFLOP/s (fp32)",
-            "ms at 200 GFLOP/s"], rows, command)
+           ["network dtype policy", "compiled as", "part (compiled alone)", "ms",
+            "matmul GFLOP/s (fp32)", "ms at 200 GFLOP/s"], rows, command)
 
 
 def bench_matmul(args, command):
