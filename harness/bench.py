@@ -70,21 +70,25 @@ def bench_step(args, command):
              f"{step_ms / floor_ms:.2f}×"]], command)
 
 
-def _timed(fn, repeats):
-    """ms per call of a compiled ``fn`` (after one warm-up call)."""
+def _timed(fn, batches):
+    """ms per call of a compiled ``fn``, called once on each of ``batches``
+    (tuples of arguments) after a warm-up call on the first: a new minibatch
+    each call, as in training, so that nothing computed from a fixed input
+    can be folded into the compiled function."""
     import tensorflow as tf
 
-    fn()
+    fn(*batches[0])
     start = time.perf_counter()
-    for _ in range(repeats):
-        out = fn()
+    for args in batches[1:]:
+        out = fn(*args)
     tf.nest.map_structure(lambda t: t.numpy(), out)
-    return 1000 * (time.perf_counter() - start) / repeats
+    return 1000 * (time.perf_counter() - start) / (len(batches) - 1)
 
 
 def bench_profile(args, command):
     """Each part of one SpectralNet iteration at batch 1024 (10-1024-1024-512-10),
-    compiled and timed alone, for a float32 and a bfloat16 network body
+    compiled and timed alone on a new minibatch each call, for a float32 and
+    a bfloat16 network body
     (``dtype_policy``: the hidden layers; the size-k layer and Orthonorm
     stay float32, as in training), each as a TensorFlow graph (how training
     runs) and compiled by XLA (``jit_compile=True``)."""
@@ -99,8 +103,9 @@ def bench_profile(args, command):
     m, repeats = 1024, args.steps
     rate = matmul_rate()  # this process's unit, beside its timings
     rng = np.random.default_rng(0)
-    x = tf.constant(rng.normal(size=(m, 10)).astype(np.float32))
-    aff = GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local").fit(x.numpy(), m)
+    xs = [tf.constant(rng.normal(size=(m, 10)).astype(np.float32)) for _ in range(repeats + 1)]
+    aff = GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local").fit(xs[0].numpy(), m)
+    ws = [aff.kernel_matrix(x) for x in xs]
     rows = []
     for policy in ("float32", "mixed_bfloat16"):
         for compiler, jit in (("graph", False), ("XLA", True)):
@@ -111,28 +116,27 @@ def bench_profile(args, command):
             optimizer.build(model.trainable_variables)
 
             @tf.function(jit_compile=jit)
-            def ortho():
+            def ortho(x):
                 return orthonorm.orthogonalize(tf.cast(body(x, training=False), tf.float32))
 
             @tf.function(jit_compile=jit)
-            def affinity():
+            def affinity(x):
                 return aff.kernel_matrix(x)
 
-            w = affinity()
-
             @tf.function(jit_compile=jit)
-            def gradient():
+            def gradient(x, w):
                 return gradient_step(model, optimizer, x, w)
 
             @tf.function(jit_compile=jit)
-            def step():
-                ortho()
-                tf.identity(affinity())
-                return gradient()
+            def step(x_ortho, x):
+                ortho(x_ortho)
+                return gradient(x, affinity(x))
 
-            parts = {name: _timed(fn, repeats) for name, fn in
-                     (("ortho step", ortho), ("affinity", affinity),
-                      ("gradient step", gradient), ("whole iteration", step))}
+            parts = {name: _timed(fn, batches) for name, fn, batches in
+                     (("ortho step", ortho, [(x,) for x in xs]),
+                      ("affinity", affinity, [(x,) for x in xs]),
+                      ("gradient step", gradient, list(zip(xs, ws))),
+                      ("whole iteration", step, list(zip(xs[::-1], xs))))}
             rows += [[policy, compiler, name, f"{ms:.1f}", f"{rate:.0f}",
                       f"{ms * rate / 200:.1f}"] for name, ms in parts.items()]
     append("Where a spectral iteration's time goes (batch 1024, 10-1024-1024-512-10)",

@@ -153,7 +153,9 @@ def kernel_from_gram(gram, m, jitter=1e-6, max_tries=8, rcond=1e-10):
             eigvals,
         ],
     )
-    ridge = levels[tf.argmax(tf.cast(ok, tf.int32))]
+    # A gather, not a slice: XLA takes a slice's start as a compile-time
+    # constant and would recompile for every minibatch.
+    ridge = tf.gather(levels, tf.argmax(tf.cast(ok, tf.int32)))
     chol = tf.linalg.cholesky(gram + ridge * tf.eye(k, dtype=tf.float64))
     inv_l = tf.linalg.triangular_solve(chol, tf.eye(k, dtype=tf.float64), lower=True)
     return tf.sqrt(m) * tf.transpose(inv_l)

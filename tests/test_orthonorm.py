@@ -3,7 +3,8 @@ import pytest
 import tensorflow as tf
 import keras
 
-from spectralnet_tf.orthonorm import Orthonorm, orthonormalizer, tangent_projection
+from spectralnet_tf.orthonorm import (Orthonorm, gram, kernel_from_gram, orthonormalizer,
+                                      tangent_projection)
 
 
 def _batch(m=256, k=4, seed=0):
@@ -53,6 +54,19 @@ def test_rank_deficient_batch_is_regularized_not_a_crash():
     kernel = layer.orthogonalize(collapsed).numpy()
     assert np.all(np.isfinite(kernel))
     assert np.isfinite(layer(collapsed).numpy()).all()
+
+
+def test_xla_compiled_kernel_equals_the_graph_one_at_every_ridge_level():
+    # The ridge level is picked by a data-dependent index; compiled by XLA
+    # (jit_compile) the kernel must be the graph's, for a full-rank batch
+    # (no ridge) and a rank-deficient one (a ridge level above zero).
+    col = np.random.default_rng(0).normal(size=(128, 1))
+    batches = [_batch(), np.hstack([col, col, 2 * col]).astype(np.float32)]
+    graph = tf.function(lambda y: kernel_from_gram(gram(y), tf.shape(y)[0]))
+    xla = tf.function(lambda y: kernel_from_gram(gram(y), tf.shape(y)[0]), jit_compile=True)
+    for y in batches:
+        np.testing.assert_allclose(xla(tf.constant(y)).numpy(), graph(tf.constant(y)).numpy(),
+                                   rtol=1e-6, atol=1e-8)
 
 
 def test_constant_outputs_are_regularized():
