@@ -60,8 +60,8 @@ def test_xla_compiled_kernel_equals_the_graph_one_at_every_ridge_level():
     # The ridge level is picked by a data-dependent index; compiled by XLA
     # (jit_compile) the kernel must be the graph's, for a full-rank batch
     # (no ridge) and a rank-deficient one (a ridge level above zero).
-    col = np.random.default_rng(0).normal(size=(128, 1))
-    batches = [_batch(), np.hstack([col, col, 2 * col]).astype(np.float32)]
+    col = np.random.default_rng(0).normal(size=(256, 1))
+    batches = [_batch(), np.hstack([col, col, 2 * col, -col]).astype(np.float32)]  # one shape
     graph = tf.function(lambda y: kernel_from_gram(gram(y), tf.shape(y)[0]))
     xla = tf.function(lambda y: kernel_from_gram(gram(y), tf.shape(y)[0]), jit_compile=True)
     for y in batches:
