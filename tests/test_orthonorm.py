@@ -62,8 +62,10 @@ def test_xla_compiled_kernel_equals_the_graph_one_at_every_ridge_level():
     # (no ridge) and a rank-deficient one (a ridge level above zero).
     col = np.random.default_rng(0).normal(size=(256, 1))
     batches = [_batch(), np.hstack([col, col, 2 * col, -col]).astype(np.float32)]  # one shape
-    graph = tf.function(lambda y: kernel_from_gram(gram(y), tf.shape(y)[0]))
-    xla = tf.function(lambda y: kernel_from_gram(gram(y), tf.shape(y)[0]), jit_compile=True)
+    def kernel(y):
+        return kernel_from_gram(gram(y), tf.shape(y)[0])
+
+    graph, xla = tf.function(kernel), tf.function(kernel, jit_compile=True)
     for y in batches:
         np.testing.assert_allclose(xla(tf.constant(y)).numpy(), graph(tf.constant(y)).numpy(),
                                    rtol=1e-6, atol=1e-8)
