@@ -65,7 +65,8 @@ CONFIGS = {
     # Infinite MNIST: MNIST's settings with MNIST's epoch lengths as fixed step
     # budgets (61 SpectralNet steps, 1,107 Siamese steps), so that training
     # costs the same at any n; up to 100 epochs of each, as its scale runs were
-    # measured (MNIST's own epoch caps are not its); both nets' precision by MNIST's rule, the hardware ("auto").
+    # measured (MNIST's own epoch caps are not its); both nets' precision by
+    # MNIST's rule, the hardware ("auto").
     # Its views are its own deformation law: the generator's
     # knowledge that a deformed digit is still its source's class. The Siamese
     # pairs are built on at most 70,000 digits drawn at random (MNIST's size,

@@ -92,7 +92,7 @@ def test_flags_override_the_dataset_config():
     # where the hardware has the units.
     siamese = lean["affinity_embedding"]
     assert (siamese.steps_per_epoch, siamese.max_epochs, lean["max_epochs"]) == (277, 60, 18)
-    assert lean["dtype_policy"] == lean["affinity_embedding"].dtype_policy == "auto"
+    assert lean["dtype_policy"] == siamese.dtype_policy == "auto"
 
 
 @pytest.mark.slow
