@@ -478,7 +478,8 @@ def bench_scale(args, command):
         **{key: r[key] for key in ("exact_acc_plain", "exact_nmi_plain", "exact_plain_timeout",
                                    "exact_eigenvalues_plain", "exact_cluster_sizes_plain",
                                    "exact_edge_purity_plain", "exact_kmeans_runs_plain",
-                                   "by_part", "deformation_pairs", "history",
+                                   "by_part", "cluster_sizes", "class_sizes",
+                                   "deformation_pairs", "history",
                                    "siamese_history") if key in r},
         "epochs": r["epochs"], "iterations": r["iterations"], "config": r["config"]}
     if "test_acc" in r:

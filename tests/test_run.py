@@ -36,6 +36,10 @@ def test_run_writes_results_and_plots(tmp_path):
     assert saved["config"]["hidden_units"] == [64, 64]
     assert saved["config"]["max_epochs"] == 3 and saved["config"]["seed"] == 0
     assert saved["acc"] == results["acc"]
+    # The partition's sizes beside its ACC: k of each, every point counted once.
+    y = load_dataset("cc", seed=0)[1]
+    assert saved["class_sizes"] == np.bincount(y).tolist()
+    assert len(saved["cluster_sizes"]) == 2 and sum(saved["cluster_sizes"]) == 1500
     assert "labeled" not in saved and "svm_acc" not in saved  # no labels, no labels-alone reference
     for png in ("clusters.png", "eigenvectors.png", "training.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
