@@ -315,11 +315,12 @@ def bench_run(args, command):
     row = [r["dataset"], r.get("space", "input"), r.get("affinity", ""), r["n"],
            f"{r['acc']:.4f}", f"{r['nmi']:.4f}",
            f"{r['test_acc']:.4f}" if "test_acc" in r else "",
+           f"{r['test_nmi']:.4f}" if "test_nmi" in r else "",
            f"{r['grassmann']:.4f}" if "grassmann" in r else "",
            f"{s['total'] / 60:.1f}", f"{rate:.1f}", f"{s['total'] * rate / 200 / 60:.1f}",
            phases, f"{r['peak_rss_gib']:.2f}"]
     append("scripts/run.py", ["dataset", "space", "affinity", "n", "ACC", "NMI", "test ACC",
-                              "Grassmann", "total min", "matmul GFLOP/s",
+                              "test NMI", "Grassmann", "total min", "matmul GFLOP/s",
                               "total min at 200 GFLOP/s", "phases", "peak RSS GiB"],
            [row], command)
 
