@@ -65,11 +65,11 @@ CONFIGS = {
     # Infinite MNIST: MNIST's settings with MNIST's epoch lengths as fixed step
     # budgets (61 SpectralNet steps, 1,107 Siamese steps), so that training
     # costs the same at any n; both nets' precision by MNIST's rule, the
-    # hardware ("auto"). Its epoch caps are set by its own time target, by the
-    # rule that set MNIST's: 0.6 of the 100 epochs of each its scale runs were
-    # measured with, the largest multiple of 0.05 at which each float32 1M run
-    # on record comes to 13.5 min at 200 GFLOP/s (the 15-minute target with a
-    # tenth to spare).
+    # hardware ("auto"). Its epoch caps follow its own time target, by the rule
+    # that set MNIST's: 0.6 of the 100 epochs of each net that its scale runs
+    # were first measured with, the largest multiple of 0.05 at which each
+    # float32 1M run on record comes to 13.5 min at 200 GFLOP/s (the 15-minute
+    # target with a tenth to spare).
     # Its views are its own deformation law: the generator's
     # knowledge that a deformed digit is still its source's class. The Siamese
     # pairs are built on at most 70,000 digits drawn at random (MNIST's size,
