@@ -306,7 +306,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         closing remark; ``losses.label_loss``: softmax over minus the squared
         distances to each class's mean output in the minibatch). The targets
         are the labels, and on a subsample of the unlabeled points the class
-        the harmonic function of the graph gives them (``train.label_targets``).
+        Poisson learning on the graph gives them (``train.label_targets``).
         0 turns it off. It helps where the labeled pairs alone leave the cut
         wrong.
     labeled_share : float, default=0.0

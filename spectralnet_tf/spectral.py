@@ -187,19 +187,28 @@ def harmonic_labels(w, partial_labels, n_clusters):
     return np.where(np.isnan(f[:, 0]), -1, np.nan_to_num(f).argmax(axis=1))
 
 
+def labeled_graph(w, partial_labels, n_clusters):
+    """What ``harmonic_scores`` and ``poisson_scores`` solve on: ``w`` as a
+    symmetric sparse float64 matrix, ``(w + w^T) / 2`` without stored zeros,
+    the checked labels, and each point's connected component. Refuses
+    labels without a labeled point."""
+    w = sp.csr_matrix(w, dtype=np.float64)  # SuperLU solves in the matrix's dtype
+    w = 0.5 * (w + w.T)  # the same quadratic form f^T L f as w
+    w.eliminate_zeros()  # connected_components would count a stored zero as an edge
+    labels = check_labels(partial_labels, w.shape[0], n_clusters)
+    if not (labels >= 0).any():
+        raise ValueError("partial_labels must label at least one point, got only -1.")
+    _, component = connected_components(w, directed=False)
+    return w, labels, component
+
+
 def harmonic_scores(w, partial_labels, n_clusters):
     """The harmonic function f of ``harmonic_labels``, shape (n, n_clusters):
     one-hot on the labeled points; on an unlabeled point, the probability
     that a random walk on ``w`` from it first reaches a point of each class
     (the rows sum to 1); NaN in components without a labeled point."""
-    w = sp.csr_matrix(w, dtype=np.float64)  # SuperLU solves in the matrix's dtype
-    w = 0.5 * (w + w.T)  # the same quadratic form f^T L f as w
-    w.eliminate_zeros()  # connected_components would count a stored zero as an edge
+    w, labels, component = labeled_graph(w, partial_labels, n_clusters)
     n = w.shape[0]
-    labels = check_labels(partial_labels, n, n_clusters)
-    if not (labels >= 0).any():
-        raise ValueError("partial_labels must label at least one point, got only -1.")
-    _, component = connected_components(w, directed=False)
     reached = np.isin(component, component[labels >= 0])
     fixed = np.flatnonzero(labels >= 0)
     f = np.full((n, n_clusters), np.nan)
@@ -210,3 +219,57 @@ def harmonic_scores(w, partial_labels, n_clusters):
         rhs = -(rows[:, fixed] @ f[fixed])
         f[free] = scipy.sparse.linalg.splu(rows[:, free].tocsc()).solve(np.asarray(rhs))
     return f
+
+
+def poisson_scores(w, partial_labels, n_clusters):
+    """Poisson learning (Calder, Cook, Thorpe & Slepcev, ICML 2020) on the
+    affinity ``w``, shape (n, n_clusters). In each connected component that
+    holds labeled points of two classes or more: the u with ``L u = b`` and
+    ``d^T u = 0`` (L = D - W, d the degrees), where b is zero on the
+    unlabeled points and, on a labeled point, its one-hot class less the
+    mean one-hot class of the component's labeled points. A component whose
+    labels are all of one class gets that class's one-hot row everywhere;
+    one without labels, NaN. A point's class is its largest u
+    (``poisson_labels``).
+
+    The harmonic function holds the labels as boundary values; with few
+    labels among many points it flattens towards a constant away from them,
+    and its largest component says little (Nadler, Srebro & Zhou, 2009).
+    Poisson learning puts the labels in as sources instead, centred so that
+    no class gains from its number of labels, and keeps its shape at low
+    label rates. ``d^T u = 0`` is where the paper's iteration from zero
+    converges; it fixes the constant a Laplacian leaves free in each class's
+    u, which would otherwise move the argmax.
+    """
+    w, labels, component = labeled_graph(w, partial_labels, n_clusters)
+    u = np.full((w.shape[0], n_clusters), np.nan)
+    lap = laplacian_matrix(w).tocsr()
+    degrees = np.asarray(w.sum(axis=1)).ravel()
+    for c in np.unique(component[labels >= 0]):
+        nodes = np.flatnonzero(component == c)
+        given = labels[nodes]
+        onehot = np.eye(n_clusters)[given[given >= 0]]
+        if len(np.unique(given[given >= 0])) == 1:
+            u[nodes] = onehot[0]
+            continue
+        b = np.zeros((len(nodes), n_clusters))
+        b[given >= 0] = onehot - onehot.mean(axis=0)
+        # L is singular on a component (the constants) and b sums to zero
+        # there, so holding u at 0 on one node leaves a nonsingular system
+        # with the same solutions up to a constant; centring picks d^T u = 0.
+        x = np.zeros_like(b)
+        block = lap[nodes][:, nodes]
+        x[1:] = scipy.sparse.linalg.splu(block[1:, 1:].tocsc()).solve(b[1:])
+        d = degrees[nodes]
+        u[nodes] = x - (d @ x) / d.sum()
+    return u
+
+
+def poisson_labels(w, partial_labels, n_clusters):
+    """The classes of Poisson learning (``poisson_scores``): each unlabeled
+    point takes the class of its largest u; labeled points keep their label;
+    points of a component without a labeled point get -1."""
+    u = poisson_scores(w, partial_labels, n_clusters)
+    labels = check_labels(partial_labels, len(u), n_clusters)
+    classes = np.where(np.isnan(u[:, 0]), -1, np.nan_to_num(u).argmax(axis=1))
+    return np.where(labels >= 0, labels, classes)

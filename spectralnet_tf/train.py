@@ -18,7 +18,7 @@ from .affinity import apply_labels
 from .losses import label_loss, spectral_loss
 from .metrics import grassmann
 from .orthonorm import gram, tangent_projection
-from .spectral import harmonic_scores, laplacian_eigenvectors
+from .spectral import laplacian_eigenvectors, poisson_scores
 from .streaming import map_batches
 
 GRADIENTS = ("projected", "plain")
@@ -209,8 +209,8 @@ def validation_batches(x_val, z_val, y_val, batch_size, affinity, n_classes):
 
 def subsample_size(n, batch_size):
     """Points of a subsample solved exactly (the warm start's eigenvectors,
-    the label targets' harmonic function): ``WARM_START_POINTS``, at least
-    one minibatch, all n if there are fewer."""
+    the label targets): ``WARM_START_POINTS``, at least one minibatch, all n
+    if there are fewer."""
     return min(n, max(WARM_START_POINTS, batch_size))
 
 
@@ -223,19 +223,22 @@ def subsample_graph(affinity, z_sub, batch_size):
 def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=None):
     """The class targets of the label term (``losses.label_loss``), (n, k)
     one-hot rows: the labeled points' own classes; on the unlabeled points of
-    a subsample, the class the harmonic function of the graph SpectralNet's
-    minibatches sample gives them (``spectral.harmonic_scores`` of
+    a subsample, the class that Poisson learning on the graph SpectralNet's
+    minibatches sample gives them (``spectral.poisson_scores`` of
     ``Affinity.for_full_data`` on the subsample: the largest of the k
     functions); zero rows on the other points.
 
-    The harmonic function minimizes the Laplacian quadratic form, the
-    SpectralNet loss, with the labels held fixed. Through the labeled points
-    alone, a few labels are a few percent of a minibatch's loss, and the net
-    can end far from that minimizer where the graph makes a wrong cut cheaper
-    than the labeled one. The targets ask every point of the subsample for
-    the class that the graph and the labels give it together. They are its
-    class, not its harmonic values: with few labels those values sit near
-    the class shares over most of the graph, and only their order says more.
+    Through the labeled points alone, a few labels are a few percent of a
+    minibatch's loss, and the net can end far from what the graph and the
+    labels say together where the graph makes a wrong cut cheaper than the
+    labeled one. The targets ask every point of the subsample for that
+    class. Poisson learning, not the harmonic function (the minimiser of the
+    Laplacian quadratic form with the labels held, ``harmonic_scores``),
+    because the harmonic function flattens away from the labels when they
+    are few, and its largest component then follows the labels' spread more
+    than the graph; the Poisson solution, the same Laplacian with the labels
+    as centred sources, keeps its shape (docs/semisupervised.md). Classes,
+    not the values: only their order is comparable between points.
 
     The subsample (``WARM_START_POINTS`` points, at least one minibatch, all
     of them if there are fewer) holds every labeled point it has room for,
@@ -254,9 +257,9 @@ def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=
     rows = np.sort(np.r_[rows, rng.choice(unlabeled, size - len(rows), replace=False)])
     if (labels[rows] < 0).any():
         w = subsample_graph(affinity, z_train[rows], batch_size)
-        f = harmonic_scores(w.numpy(), labels[rows], k)
-        reached = ~np.isnan(f[:, 0])
-        targets[rows[reached]] = np.eye(k, dtype=np.float32)[f[reached].argmax(axis=1)]
+        u = poisson_scores(w.numpy(), labels[rows], k)
+        free = ~np.isnan(u[:, 0]) & (labels[rows] < 0)  # reached by a label, not one
+        targets[rows[free]] = np.eye(k, dtype=np.float32)[u[free].argmax(axis=1)]
     return distribute.run(distribute.get(strategy), distribute.from_first,
                           tf.constant(targets)).numpy()
 
@@ -485,8 +488,8 @@ def train_spectralnet(
     Then ``labeled_share`` of each gradient minibatch is drawn from the
     labeled points (as many as there are, up to that share), and
     ``label_weight`` weighs the cross-entropy of the class targets in the
-    loss: the labels, and on a subsample the harmonic function they give on
-    the graph (``label_targets``).
+    loss: the labels, and on a subsample the classes Poisson learning gives
+    on the graph (``label_targets``).
     With ``eigvecs`` (the true eigenvectors on ``x_eval``), the history also
     holds the Grassmann distance after each epoch. ``z_train``/``z_val`` are
     the points' coordinates for the affinity, when they are not

@@ -6,6 +6,7 @@ from spectralnet_tf.affinity import GaussianKNNAffinity
 from spectralnet_tf.datasets import load_dataset
 from spectralnet_tf.metrics import acc
 from spectralnet_tf.spectral import (edge_purity, harmonic_labels, harmonic_scores,
+                                     poisson_labels, poisson_scores,
                                      laplacian_matrix, smallest_eigenvectors, spectral_clustering)
 
 
@@ -133,6 +134,62 @@ def test_harmonic_scores_are_the_walk_probabilities_and_nan_where_unreached():
     np.testing.assert_allclose(f[:6].sum(axis=1), 1.0)
     assert np.isnan(f[6]).all()
     assert harmonic_labels(w, [0, -1, -1, -1, -1, 1, -1], 2).tolist() == [0, 0, 1, 1, 1, 1, -1]
+
+
+def test_poisson_scores_solve_the_centred_source_problem_with_zero_weighted_mean():
+    # L u = b, with b the labeled points' one-hot classes less their mean,
+    # and d^T u = 0: the solution the paper's iteration from zero reaches.
+    rng = np.random.default_rng(1)
+    n, k = 60, 3
+    w = rng.uniform(size=(n, n)) * (rng.uniform(size=(n, n)) < 0.2)
+    w = np.triu(w, 1) + np.triu(w, 1).T
+    labels = np.full(n, -1)
+    labels[:7] = [0, 1, 2, 0, 0, 1, 2]
+    u = poisson_scores(w, labels, k)
+    b = np.zeros((n, k))
+    b[:7] = np.eye(k)[labels[:7]] - np.eye(k)[labels[:7]].mean(axis=0)
+    np.testing.assert_allclose((np.diag(w.sum(1)) - w) @ u, b, atol=1e-10)
+    np.testing.assert_allclose(w.sum(1) @ u, 0.0, atol=1e-10)
+    np.testing.assert_allclose(poisson_scores(sp.csr_matrix(w.astype(np.float32)), labels, k), u,
+                               atol=1e-5)
+    got = poisson_labels(w, labels, k)
+    np.testing.assert_array_equal(got[7:], u[7:].argmax(axis=1))
+    flipped = labels.copy()
+    flipped[0] = 2  # a labeled point keeps its label whatever u says there
+    assert poisson_labels(w, flipped, k)[0] == 2
+
+
+def test_poisson_scores_by_component_and_refusing_no_labels():
+    w = np.zeros((7, 7))
+    w[0, 1] = w[1, 2] = w[3, 4] = w[5, 6] = 1.0  # {0, 1, 2}, {3, 4}, {5, 6}
+    w = w + w.T
+    u = poisson_scores(w, [0, -1, 1, 1, -1, -1, -1], 2)
+    np.testing.assert_allclose(u[:3, 0], [0.5, 0.0, -0.5])  # d = (1, 2, 1): centred
+    np.testing.assert_allclose(u[3:5], [[0, 1], [0, 1]])  # one class: that class
+    assert np.isnan(u[5:]).all()  # no label: no answer
+    assert poisson_labels(w, [0, -1, 1, 1, -1, -1, -1], 2).tolist() == [0, 0, 1, 1, 1, -1, -1]
+    with pytest.raises(ValueError, match=r"^partial_labels must label at least one point, got "
+                                         r"only -1\.$"):
+        poisson_scores(w, [-1] * 7, 2)
+
+
+def test_poisson_learning_keeps_the_classes_where_the_harmonic_function_flattens():
+    # Two Gaussian blobs 3 apart in 5 dimensions, a 10-NN graph, one label in
+    # one blob and four in the other: away from the labels the harmonic
+    # function is near the labels' shares, and nearly every point goes to the
+    # class with more labels. The centred sources of Poisson learning are
+    # not swayed by the count; the Bayes rule scores 0.933 here.
+    from sklearn.neighbors import kneighbors_graph
+
+    rng = np.random.default_rng(0)
+    n = 500
+    x = np.r_[rng.normal(size=(n, 5)), rng.normal(size=(n, 5)) + [3.0, 0, 0, 0, 0]]
+    y = np.repeat([0, 1], n)
+    w = kneighbors_graph(x, 10, mode="connectivity")
+    labels = np.full(2 * n, -1)
+    labels[[0, n, n + 1, n + 2, n + 3]] = [0, 1, 1, 1, 1]
+    assert np.mean(harmonic_labels(w, labels, 2) == y) < 0.6
+    assert np.mean(poisson_labels(w, labels, 2) == y) > 0.9
 
 
 def test_edge_purity_is_each_points_weight_to_its_own_label():

@@ -259,7 +259,10 @@ def _two_blobs_and_affinity(n=400, batch_size=128):
     return x, y, GaussianKNNAffinity(n_nbrs=5, scale_nbr=2).fit(x, batch_size)
 
 
-def test_label_targets_hold_the_labels_and_give_the_graphs_harmonic_function():
+def test_label_targets_hold_the_labels_and_give_the_graphs_poisson_classes():
+    from spectralnet_tf.spectral import poisson_labels
+    from spectralnet_tf.train import subsample_graph
+
     x, y, affinity = _two_blobs_and_affinity()
     labels = np.full(len(y), -1)
     labels[[0, 1, 300]] = y[[0, 1, 300]]  # three labels in two blobs
@@ -267,6 +270,9 @@ def test_label_targets_hold_the_labels_and_give_the_graphs_harmonic_function():
     np.testing.assert_array_equal(t[[0, 1, 300]], np.eye(2)[y[[0, 1, 300]]])
     np.testing.assert_allclose(t.sum(axis=1), 1.0, rtol=1e-5)  # every point: a distribution
     np.testing.assert_array_equal(t.argmax(axis=1), y)  # each blob follows its label
+    # Fewer points than a subsample: all of them, on the graph the minibatches sample.
+    w = subsample_graph(affinity, x, 128).numpy()
+    np.testing.assert_array_equal(t.argmax(axis=1), poisson_labels(w, labels, 2))
     np.testing.assert_array_equal(label_targets(affinity, x, labels, 2, batch_size=128, seed=0), t)
 
 
