@@ -8,6 +8,7 @@
     python scripts/semisup.py harmonic RECORD.json  # the exact semi-supervised reference per trial
     python scripts/semisup.py harmonic --n 3000 --seeds 100 101   # ... on data of its own, no net
     python scripts/semisup.py strengths           # the exact reference at each label strength
+    python scripts/semisup.py targets             # the label term's classes by each graph solver
     python scripts/semisup.py mnist --fractions 0.02 0.01 0.001   # run.py --dset mnist with labels
     python scripts/semisup.py table RECORD.json   # the Markdown table of a record
     python scripts/semisup.py plot RECORD.json --out PNG
@@ -509,6 +510,41 @@ def cmd_draws(args):
                 {"draws": args.draws, "strength": strength})
 
 
+def solver_accs(x, y, known, seed, strength):
+    """The ACC of the classes each of the label term's candidate solvers
+    (``spectral.harmonic_labels``, ``spectral.poisson_labels``) gives on the
+    graph the term reads: the minibatches' graph reshaped at ``strength`` by
+    the label classifier (``sampled_graph``). Returns {solver: ACC}."""
+    from spectralnet_tf.metrics import acc
+    from spectralnet_tf.spectral import harmonic_labels, poisson_labels
+
+    w = sampled_graph(x, seed, known, strength)[0]
+    return {name: round(acc(y, solve(w, known, 2)), 4)
+            for name, solve in (("harmonic", harmonic_labels), ("poisson", poisson_labels))}
+
+
+def cmd_targets(args):
+    """Which solver the label term should ask for its classes: per trial of
+    ``--n`` x ``--settings`` x ``--fractions`` x ``--seeds``, the ACC of the
+    classes the harmonic function and Poisson learning give on the graph
+    the term reads (``solver_accs``, at the affinity's label strength),
+    beside the trial's target. Nothing is trained: development seeds by
+    default."""
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+
+    strength = GaussianKNNAffinity().label_strength
+    trials = []
+    for t, x, y, known in fraction_trials(args):
+        out = {**t, "labeled": int((known >= 0).sum()),
+               "supervised_acc": supervised_acc(x, y, known),
+               "harmonic_acc": harmonic_acc(x, y, known, t["seed"])}
+        out["target"] = target_acc(out)
+        out["solver_acc"] = solver_accs(x, y, known, t["seed"], strength)
+        trials.append(out)
+        print(json.dumps(out), flush=True)
+    save_trials("targets", args.tag or "targets", args, trials, {"strength": strength})
+
+
 #: What a labeled MNIST run is set against (run.py's results keys -> table
 #: column): the labels alone, and with --exact-knn its own graph on all points.
 MNIST_REFERENCES = {"svm_acc": "SVM ACC (codes, labels alone)",
@@ -555,20 +591,39 @@ def _groups(trials, keys):
     return groups
 
 
+def _margin_rows(head, rows):
+    """A table of ``(cells, trials, pick)`` rows: where the ACC ``pick``
+    gives per trial meets the trial's target, and by how much it misses
+    where it does not. ``head`` names the leading cells."""
+    print("| " + " | ".join(head) + " | trials ≥ target | misses by > 0.02 | worst margin "
+          "| median margin |\n|" + " --- |" * (len(head) + 4))
+    for cells, trials, pick in rows:
+        margin = np.array([pick(t) - t["target"] for t in trials])
+        print(f"| {' | '.join(cells)} | {int((margin >= 0).sum())} of {len(trials)} | "
+              f"{int((margin < -0.02).sum())} | {margin.min():+.3f} | {np.median(margin):+.3f} |")
+
+
 def _strengths_table(trials):
     """One row per rule of a ``strengths`` record: each fixed strength, and
-    the held-out Brier score's choice; how many trials its exact reference
-    meets the target in, and by how much it misses where it does not."""
-    rules = [(f"strength {s}", lambda t, s=s: s) for s in trials[0]["reshaped_acc"]]
-    rules.append(("chosen by held-out Brier score", lambda t: t["chosen"]))
+    the held-out Brier score's choice."""
+    rows = [([f"strength {s}"], trials, lambda t, s=s: t["reshaped_acc"][s])
+            for s in trials[0]["reshaped_acc"]]
+    rows.append((["chosen by held-out Brier score"], trials,
+                 lambda t: t["reshaped_acc"][t["chosen"]]))
     print(f"{len(trials)} trials. Each row: the harmonic function of the graph reshaped at that "
           "strength, against each trial's target (max(SVM, harmonic) − 0.005).\n")
-    print("| rule | trials ≥ target | misses by > 0.02 | worst margin | median margin |\n|"
-          + " --- |" * 5)
-    for name, pick in rules:
-        margin = np.array([t["reshaped_acc"][pick(t)] - t["target"] for t in trials])
-        print(f"| {name} | {int((margin >= 0).sum())} of {len(trials)} | "
-              f"{int((margin < -0.02).sum())} | {margin.min():+.3f} | {np.median(margin):+.3f} |")
+    _margin_rows(["rule"], rows)
+
+
+def _targets_table(trials, strength):
+    """One row per labeled fraction and solver of a ``targets`` record, and
+    one per solver over all of them."""
+    print(f"{len(trials)} trials. Each row: the classes a solver gives on the graph reshaped at "
+          f"strength {strength:g}, against each trial's target (max(SVM, harmonic) − 0.005).\n")
+    groups = list(_groups(trials, ["fraction"]).items()) + [(("all",), trials)]
+    _margin_rows(["labeled fraction", "solver"],
+                 [([str(fraction), solver], group, lambda t, s=solver: t["solver_acc"][s])
+                  for (fraction,), group in groups for solver in trials[0]["solver_acc"]])
 
 
 def _draws_table(trials):
@@ -635,6 +690,9 @@ def cmd_table(args):
         return
     if record["kind"] == "draws":
         _draws_table(record["trials"])
+        return
+    if record["kind"] == "targets":
+        _targets_table(record["trials"], record["strength"])
         return
     if record["kind"] == "mnist":
         rate = record["matmul_gflops"]
@@ -776,7 +834,8 @@ def main(argv=None):
             q.add_argument("--fraction", type=float, default=0.02, help="labeled fraction")
             q.epilog = "--n, --settings, --seeds and --fraction apply without records only."
     for name, about in (("strengths", "the exact reference at each label strength"),
-                        ("draws", "the references and the reshaped graph by fold draw")):
+                        ("draws", "the references and the reshaped graph by fold draw"),
+                        ("targets", "the label term's classes by each graph solver")):
         q = sub.add_parser(name, help=about)
         q.add_argument("--n", type=int, nargs="+", default=[1500])
         q.add_argument("--settings", type=_setting, nargs="+", default=SETTINGS,
@@ -785,7 +844,7 @@ def main(argv=None):
         q.add_argument("--fractions", type=float, nargs="+", default=[0.01, 0.02, 0.05])
         if name == "strengths":
             q.add_argument("--strengths", type=float, nargs="+", default=list(STRENGTHS))
-        else:
+        elif name == "draws":
             q.add_argument("--draws", type=int, default=8,
                            help="fold draws per trial (0 to DRAWS - 1)")
             q.add_argument("--strength", type=float, default=None,
@@ -812,6 +871,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     {"grid": cmd_grid, "ablate": cmd_ablate, "cause": cmd_cause, "arcs": cmd_arcs,
      "harmonic": cmd_harmonic, "strengths": cmd_strengths, "draws": cmd_draws,
+     "targets": cmd_targets,
      "mnist": cmd_mnist,
      "table": cmd_table, "plot": cmd_plot}[args.command](args)
 

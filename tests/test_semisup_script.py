@@ -230,3 +230,29 @@ def test_draws_keeps_the_reference_as_draw_zero_and_renders(tmp_path, load_scrip
     spread = max(trial["svm_by_draw"]) - min(trial["svm_by_draw"])
     assert (f"| 0.1 | 1 | {other} of 2 | {int(other < 2)} | 3 of 3 | 1 / 0 / 0 "
             f"| {spread:.3f} / 0.000 |") in out
+
+
+@pytest.mark.slow  # a harness command end to end (about 10 s)
+@pytest.mark.research
+def test_targets_scores_each_solver_on_the_reshaped_graph_and_renders(tmp_path, load_script):
+    from harness.semisup import rings_and_labels, sampled_graph
+    from spectralnet_tf.metrics import acc
+    from spectralnet_tf.spectral import harmonic_labels, poisson_labels
+
+    semisup = load_script("semisup")
+    semisup.main(["targets", "--n", "300", "--settings", "1.5/0.1", "--seeds", "0",
+                  "--fractions", "0.05", "--results", str(tmp_path)])
+    (path,) = tmp_path.glob("*targets*.json")
+    record = json.loads(path.read_text())
+    (trial,) = record["trials"]
+    assert record["strength"] == 8.0
+    x, y, known = rings_and_labels(300, 1.5, 0.1, 0, 0.05)
+    w = sampled_graph(x.astype(np.float32), 0, known, 8.0)[0]
+    assert trial["solver_acc"] == {"harmonic": round(acc(y, harmonic_labels(w, known, 2)), 4),
+                                   "poisson": round(acc(y, poisson_labels(w, known, 2)), 4)}
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
+                          str(path)], capture_output=True, text=True, check=True).stdout
+    for solver in ("harmonic", "poisson"):
+        hit = int(trial["solver_acc"][solver] >= trial["target"])
+        assert f"| 0.05 | {solver} | {hit} of 1 |" in out
+        assert f"| all | {solver} | {hit} of 1 |" in out
