@@ -361,6 +361,17 @@ def fraction_trials(args):
             yield t, x.astype(np.float32), y, known
 
 
+def referenced_trials(args):
+    """``fraction_trials`` with each trial's two references and its target
+    (``target_acc``) in its dict: (dict, x, y, partial labels)."""
+    for t, x, y, known in fraction_trials(args):
+        out = {**t, "labeled": int((known >= 0).sum()),
+               "supervised_acc": supervised_acc(x, y, known),
+               "harmonic_acc": harmonic_acc(x, y, known, t["seed"])}
+        out["target"] = target_acc(out)
+        yield out, x, y, known
+
+
 def cmd_harmonic(args):
     """The exact semi-supervised reference beside each labeled trial of the
     grid records given: the harmonic function (``spectral.harmonic_labels``)
@@ -451,13 +462,9 @@ def cmd_strengths(args):
     from spectralnet_tf.spectral import harmonic_labels
 
     trials = []
-    for t, x, y, known in fraction_trials(args):
-        out = {**t, "labeled": int((known >= 0).sum()),
-               "supervised_acc": supervised_acc(x, y, known),
-               "harmonic_acc": harmonic_acc(x, y, known, t["seed"])}
-        out["target"] = target_acc(out)
-        graphs = reshaped_graphs(x, t["seed"], known, args.strengths)
-        brier = held_out_brier(x, known, args.strengths, t["seed"])
+    for out, x, y, known in referenced_trials(args):
+        graphs = reshaped_graphs(x, out["seed"], known, args.strengths)
+        brier = held_out_brier(x, known, args.strengths, out["seed"])
         out["reshaped_acc"] = {f"{s:g}": round(acc(y, harmonic_labels(w, known, 2)), 4)
                                for s, w in graphs.items()}
         out["brier"] = {f"{s:g}": round(brier[s], 4) for s in args.strengths}
@@ -534,12 +541,8 @@ def cmd_targets(args):
 
     strength = GaussianKNNAffinity().label_strength
     trials = []
-    for t, x, y, known in fraction_trials(args):
-        out = {**t, "labeled": int((known >= 0).sum()),
-               "supervised_acc": supervised_acc(x, y, known),
-               "harmonic_acc": harmonic_acc(x, y, known, t["seed"])}
-        out["target"] = target_acc(out)
-        out["solver_acc"] = solver_accs(x, y, known, t["seed"], strength)
+    for out, x, y, known in referenced_trials(args):
+        out["solver_acc"] = solver_accs(x, y, known, out["seed"], strength)
         trials.append(out)
         print(json.dumps(out), flush=True)
     save_trials("targets", args.tag or "targets", args, trials, {"strength": strength})

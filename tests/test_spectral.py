@@ -89,11 +89,16 @@ def test_harmonic_labels_follow_the_weak_edge_not_the_midpoint():
     assert harmonic_labels(w, [0, -1, -1, -1, -1, 1], 2).tolist() == [0, 0, 1, 1, 1, 1]
 
 
-def test_harmonic_labels_solve_the_clamped_laplacian_and_keep_the_given_labels():
-    rng = np.random.default_rng(0)
-    n, k = 60, 3
+def _random_graph(seed, n=60):
+    """A symmetric weighted graph on n nodes, about a fifth of the pairs joined."""
+    rng = np.random.default_rng(seed)
     w = rng.uniform(size=(n, n)) * (rng.uniform(size=(n, n)) < 0.2)
-    w = np.triu(w, 1) + np.triu(w, 1).T
+    return np.triu(w, 1) + np.triu(w, 1).T
+
+
+def test_harmonic_labels_solve_the_clamped_laplacian_and_keep_the_given_labels():
+    n, k = 60, 3
+    w = _random_graph(0, n)
     labels = np.full(n, -1)
     labels[:9] = np.arange(9) % k
     got = harmonic_labels(sp.csr_matrix(w), labels, k)
@@ -139,10 +144,8 @@ def test_harmonic_scores_are_the_walk_probabilities_and_nan_where_unreached():
 def test_poisson_scores_solve_the_centred_source_problem_with_zero_weighted_mean():
     # L u = b, with b the labeled points' one-hot classes less their mean,
     # and d^T u = 0: the solution the paper's iteration from zero reaches.
-    rng = np.random.default_rng(1)
     n, k = 60, 3
-    w = rng.uniform(size=(n, n)) * (rng.uniform(size=(n, n)) < 0.2)
-    w = np.triu(w, 1) + np.triu(w, 1).T
+    w = _random_graph(1, n)
     labels = np.full(n, -1)
     labels[:7] = [0, 1, 2, 0, 0, 1, 2]
     u = poisson_scores(w, labels, k)
