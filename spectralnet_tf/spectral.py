@@ -229,7 +229,8 @@ def poisson_scores(w, partial_labels, n_clusters):
     unlabeled points and, on a labeled point, its one-hot class less the
     mean one-hot class of the component's labeled points. A component whose
     labels are all of one class gets that class's one-hot row everywhere;
-    one without labels, NaN. A point's class is its largest u
+    one without labels, NaN. Classes that no labeled point of a component
+    names get -inf there. A point's class is its largest u
     (``poisson_labels``).
 
     The harmonic function holds the labels as boundary values; with few
@@ -261,7 +262,11 @@ def poisson_scores(w, partial_labels, n_clusters):
         block = lap[nodes][:, nodes]
         x[1:] = scipy.sparse.linalg.splu(block[1:, 1:].tocsc()).solve(b[1:])
         d = degrees[nodes]
-        u[nodes] = x - (d @ x) / d.sum()
+        x -= (d @ x) / d.sum()
+        # A class no label of the component names would have u = 0 there,
+        # and win wherever the others are all below zero.
+        x[:, ~np.isin(np.arange(n_clusters), given)] = -np.inf
+        u[nodes] = x
     return u
 
 

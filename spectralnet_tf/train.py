@@ -235,8 +235,8 @@ def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=
     class. Poisson learning, not the harmonic function (the minimiser of the
     Laplacian quadratic form with the labels held, ``harmonic_scores``),
     because the harmonic function flattens away from the labels when they
-    are few, and its largest component then follows the labels' spread more
-    than the graph; the Poisson solution, the same Laplacian with the labels
+    are few, and its largest component then leans to the class with more
+    labels wherever the graph puts a point; the Poisson solution, the same Laplacian with the labels
     as centred sources, keeps its shape (docs/semisupervised.md). Classes,
     not the values: only their order is comparable between points.
 
@@ -258,7 +258,7 @@ def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=
     if (labels[rows] < 0).any():
         w = subsample_graph(affinity, z_train[rows], batch_size)
         u = poisson_scores(w.numpy(), labels[rows], k)
-        free = ~np.isnan(u[:, 0]) & (labels[rows] < 0)  # reached by a label, not one
+        free = ~np.isnan(u[:, 0]) & (labels[rows] < 0)  # reached by a label, unlabeled
         targets[rows[free]] = np.eye(k, dtype=np.float32)[u[free].argmax(axis=1)]
     return distribute.run(distribute.get(strategy), distribute.from_first,
                           tf.constant(targets)).numpy()

@@ -174,6 +174,10 @@ def test_poisson_scores_by_component_and_refusing_no_labels():
     with pytest.raises(ValueError, match=r"^partial_labels must label at least one point, got "
                                          r"only -1\.$"):
         poisson_scores(w, [-1] * 7, 2)
+    # A class without a label in a component is never its answer there.
+    u = poisson_scores(w, [0, -1, 2, -1, -1, -1, -1], 3)
+    assert np.isneginf(u[:3, 1]).all() and np.isfinite(u[:3, [0, 2]]).all()
+    assert poisson_labels(w, [0, -1, 2, -1, -1, -1, -1], 3)[:3].tolist() == [0, 0, 2]
 
 
 def test_poisson_learning_keeps_the_classes_where_the_harmonic_function_flattens():
