@@ -238,7 +238,8 @@ def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=
     are few, and its largest component then leans to the class with more
     labels wherever the graph puts a point; the Poisson solution, the same Laplacian with the labels
     as centred sources, keeps its shape (docs/semisupervised.md). Classes,
-    not the values: only their order is comparable between points.
+    not the values: a point's u says which class leads there, but it is not
+    a distribution over the classes.
 
     The subsample (``WARM_START_POINTS`` points, at least one minibatch, all
     of them if there are fewer) holds every labeled point it has room for,
