@@ -183,8 +183,16 @@ def harmonic_labels(w, partial_labels, n_clusters):
     label; points of a connected component without a labeled point get -1.
     Sparse direct solve (SuperLU); ``harmonic_scores`` gives f itself.
     """
-    f = harmonic_scores(w, partial_labels, n_clusters)
-    return np.where(np.isnan(f[:, 0]), -1, np.nan_to_num(f).argmax(axis=1))
+    return largest_class(harmonic_scores(w, partial_labels, n_clusters), partial_labels)
+
+
+def largest_class(scores, partial_labels):
+    """Each point's class from per-class ``scores`` (n, k): the largest;
+    -1 where the scores are NaN (no labeled point reaches it). Labeled
+    points keep their label."""
+    labels = check_labels(partial_labels, len(scores), scores.shape[1])
+    classes = np.where(np.isnan(scores[:, 0]), -1, np.nan_to_num(scores).argmax(axis=1))
+    return np.where(labels >= 0, labels, classes)
 
 
 def labeled_graph(w, partial_labels, n_clusters):
@@ -229,9 +237,9 @@ def poisson_scores(w, partial_labels, n_clusters):
     unlabeled points and, on a labeled point, its one-hot class less the
     mean one-hot class of the component's labeled points. A component whose
     labels are all of one class gets that class's one-hot row everywhere;
-    one without labels, NaN. Classes that no labeled point of a component
-    names get -inf there. A point's class is its largest u
-    (``poisson_labels``).
+    one without labels, NaN. In a component with labels of two classes or
+    more, a class that none of them names gets -inf. A point's class is its
+    largest u (``poisson_labels``).
 
     The harmonic function holds the labels as boundary values; with few
     labels among many points it flattens towards a constant away from them,
@@ -263,8 +271,9 @@ def poisson_scores(w, partial_labels, n_clusters):
         x[1:] = scipy.sparse.linalg.splu(block[1:, 1:].tocsc()).solve(b[1:])
         d = degrees[nodes]
         x -= (d @ x) / d.sum()
-        # A class no label of the component names would have u = 0 there,
-        # and win wherever the others are all below zero.
+        # The labeled classes' u sum to zero at every point (each row of b
+        # does), so a class no label names, at u = 0, could win only a tie
+        # at zero; -inf keeps it out.
         x[:, ~np.isin(np.arange(n_clusters), given)] = -np.inf
         u[nodes] = x
     return u
@@ -274,7 +283,4 @@ def poisson_labels(w, partial_labels, n_clusters):
     """The classes of Poisson learning (``poisson_scores``): each unlabeled
     point takes the class of its largest u; labeled points keep their label;
     points of a component without a labeled point get -1."""
-    u = poisson_scores(w, partial_labels, n_clusters)
-    labels = check_labels(partial_labels, len(u), n_clusters)
-    classes = np.where(np.isnan(u[:, 0]), -1, np.nan_to_num(u).argmax(axis=1))
-    return np.where(labels >= 0, labels, classes)
+    return largest_class(poisson_scores(w, partial_labels, n_clusters), partial_labels)

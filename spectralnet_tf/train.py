@@ -18,7 +18,7 @@ from .affinity import apply_labels
 from .losses import label_loss, spectral_loss
 from .metrics import grassmann
 from .orthonorm import gram, tangent_projection
-from .spectral import laplacian_eigenvectors, poisson_scores
+from .spectral import laplacian_eigenvectors, poisson_labels
 from .streaming import map_batches
 
 GRADIENTS = ("projected", "plain")
@@ -224,7 +224,7 @@ def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=
     """The class targets of the label term (``losses.label_loss``), (n, k)
     one-hot rows: the labeled points' own classes; on the unlabeled points of
     a subsample, the class that Poisson learning on the graph SpectralNet's
-    minibatches sample gives them (``spectral.poisson_scores`` of
+    minibatches sample gives them (``spectral.poisson_labels`` of
     ``Affinity.for_full_data`` on the subsample: the largest of the k
     functions); zero rows on the other points.
 
@@ -236,10 +236,10 @@ def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=
     Laplacian quadratic form with the labels held, ``harmonic_scores``),
     because the harmonic function flattens away from the labels when they
     are few, and its largest component then leans to the class with more
-    labels wherever the graph puts a point; the Poisson solution, the same Laplacian with the labels
-    as centred sources, keeps its shape (docs/semisupervised.md). Classes,
-    not the values: a point's u says which class leads there, but it is not
-    a distribution over the classes.
+    labels wherever the graph puts a point; the Poisson solution, the same
+    Laplacian with the labels as centred sources, keeps its shape
+    (docs/semisupervised.md). Classes, not the values: a point's u says
+    which class leads there, but it is not a distribution over the classes.
 
     The subsample (``WARM_START_POINTS`` points, at least one minibatch, all
     of them if there are fewer) holds every labeled point it has room for,
@@ -258,9 +258,9 @@ def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=
     rows = np.sort(np.r_[rows, rng.choice(unlabeled, size - len(rows), replace=False)])
     if (labels[rows] < 0).any():
         w = subsample_graph(affinity, z_train[rows], batch_size)
-        u = poisson_scores(w.numpy(), labels[rows], k)
-        free = ~np.isnan(u[:, 0]) & (labels[rows] < 0)  # reached by a label, unlabeled
-        targets[rows[free]] = np.eye(k, dtype=np.float32)[u[free].argmax(axis=1)]
+        classes = poisson_labels(w.numpy(), labels[rows], k)
+        free = (classes >= 0) & (labels[rows] < 0)  # reached by a label, unlabeled
+        targets[rows[free]] = np.eye(k, dtype=np.float32)[classes[free]]
     return distribute.run(distribute.get(strategy), distribute.from_first,
                           tf.constant(targets)).numpy()
 

@@ -236,6 +236,7 @@ def test_draws_keeps_the_reference_as_draw_zero_and_renders(tmp_path, load_scrip
 @pytest.mark.research
 def test_targets_scores_each_solver_on_the_reshaped_graph_and_renders(tmp_path, load_script):
     from harness.semisup import rings_and_labels, sampled_graph
+    from spectralnet_tf.affinity import GaussianKNNAffinity
     from spectralnet_tf.metrics import acc
     from spectralnet_tf.spectral import harmonic_labels, poisson_labels
 
@@ -245,9 +246,10 @@ def test_targets_scores_each_solver_on_the_reshaped_graph_and_renders(tmp_path, 
     (path,) = tmp_path.glob("*targets*.json")
     record = json.loads(path.read_text())
     (trial,) = record["trials"]
-    assert record["strength"] == 8.0
+    strength = GaussianKNNAffinity().label_strength
+    assert record["strength"] == strength
     x, y, known = rings_and_labels(300, 1.5, 0.1, 0, 0.05)
-    w = sampled_graph(x.astype(np.float32), 0, known, 8.0)[0]
+    w = sampled_graph(x.astype(np.float32), 0, known, strength)[0]
     assert trial["solver_acc"] == {"harmonic": round(acc(y, harmonic_labels(w, known, 2)), 4),
                                    "poisson": round(acc(y, poisson_labels(w, known, 2)), 4)}
     out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",

@@ -6,8 +6,8 @@ from spectralnet_tf.affinity import GaussianKNNAffinity
 from spectralnet_tf.datasets import load_dataset
 from spectralnet_tf.metrics import acc
 from spectralnet_tf.spectral import (edge_purity, harmonic_labels, harmonic_scores,
-                                     poisson_labels, poisson_scores,
-                                     laplacian_matrix, smallest_eigenvectors, spectral_clustering)
+                                     laplacian_matrix, poisson_labels, poisson_scores,
+                                     smallest_eigenvectors, spectral_clustering)
 
 
 def test_exact_spectral_clustering_separates_nested_cs():
@@ -157,9 +157,11 @@ def test_poisson_scores_solve_the_centred_source_problem_with_zero_weighted_mean
                                atol=1e-5)
     got = poisson_labels(w, labels, k)
     np.testing.assert_array_equal(got[7:], u[7:].argmax(axis=1))
-    flipped = labels.copy()
-    flipped[0] = 2  # a labeled point keeps its label whatever u says there
-    assert poisson_labels(w, flipped, k)[0] == 2
+    # A labeled point keeps its label where u says otherwise: on the path
+    # 0-1-2-3 labeled 1, 0, 1, 1, class 0 leads at node 0.
+    path = np.diag(np.ones(3), 1) + np.diag(np.ones(3), -1)
+    assert poisson_scores(path, [1, 0, 1, 1], 2)[0].argmax() == 0
+    assert poisson_labels(path, [1, 0, 1, 1], 2).tolist() == [1, 0, 1, 1]
 
 
 def test_poisson_scores_by_component_and_refusing_no_labels():
@@ -174,10 +176,12 @@ def test_poisson_scores_by_component_and_refusing_no_labels():
     with pytest.raises(ValueError, match=r"^partial_labels must label at least one point, got "
                                          r"only -1\.$"):
         poisson_scores(w, [-1] * 7, 2)
-    # A class without a label in a component is never its answer there.
-    u = poisson_scores(w, [0, -1, 2, -1, -1, -1, -1], 3)
-    assert np.isneginf(u[:3, 1]).all() and np.isfinite(u[:3, [0, 2]]).all()
-    assert poisson_labels(w, [0, -1, 2, -1, -1, -1, -1], 3)[:3].tolist() == [0, 0, 2]
+    # A class without a label in a component is never its answer there: the
+    # middle of the path 0-1-2 labeled 1 and 2 is a tie at zero, which the
+    # unlabeled class 0 would win at zero too.
+    u = poisson_scores(w, [1, -1, 2, -1, -1, -1, -1], 3)
+    assert np.isneginf(u[:3, 0]).all() and np.isfinite(u[:3, 1:]).all()
+    assert poisson_labels(w, [1, -1, 2, -1, -1, -1, -1], 3)[:3].tolist() == [1, 1, 2]
 
 
 def test_poisson_learning_keeps_the_classes_where_the_harmonic_function_flattens():
@@ -185,7 +189,7 @@ def test_poisson_learning_keeps_the_classes_where_the_harmonic_function_flattens
     # one blob and four in the other: away from the labels the harmonic
     # function is near the labels' shares, and nearly every point goes to the
     # class with more labels. The centred sources of Poisson learning are
-    # not swayed by the count; the Bayes rule scores 0.933 here.
+    # not swayed by the count; the Bayes rule scores Phi(1.5) here.
     from sklearn.neighbors import kneighbors_graph
 
     rng = np.random.default_rng(0)

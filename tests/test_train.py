@@ -276,6 +276,28 @@ def test_label_targets_hold_the_labels_and_give_the_graphs_poisson_classes():
     np.testing.assert_array_equal(label_targets(affinity, x, labels, 2, batch_size=128, seed=0), t)
 
 
+def test_label_targets_are_not_swayed_by_the_number_of_labels_per_class():
+    # Two overlapping Gaussian blobs, one label in one and four in the other:
+    # the harmonic function of the same graph gives nearly every point the
+    # class with four labels; the targets (Poisson learning) follow the blobs.
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.spectral import harmonic_labels
+    from spectralnet_tf.train import subsample_graph
+
+    rng = np.random.default_rng(0)
+    n = 300
+    x = np.r_[rng.normal(size=(n, 5)), rng.normal(size=(n, 5)) + [3.0, 0, 0, 0, 0]]
+    x = x.astype(np.float32)
+    y = np.repeat([0, 1], n)
+    labels = np.full(2 * n, -1)
+    labels[[0, n, n + 1, n + 2, n + 3]] = [0, 1, 1, 1, 1]
+    affinity = GaussianKNNAffinity().fit(x, 128)
+    t = label_targets(affinity, x, labels, 2, batch_size=128, seed=0)
+    w = subsample_graph(affinity, x, 128).numpy()
+    assert np.mean(harmonic_labels(w, labels, 2) == y) < 0.6
+    assert np.mean(t.argmax(axis=1) == y) > 0.9
+
+
 def test_label_targets_cover_a_subsample_with_every_labeled_point(monkeypatch):
     import spectralnet_tf.train as train
 
