@@ -256,13 +256,14 @@ def poisson_scores(w, partial_labels, n_clusters):
     degrees = np.asarray(w.sum(axis=1)).ravel()
     for c in np.unique(component[labels >= 0]):
         nodes = np.flatnonzero(component == c)
-        given = labels[nodes]
-        onehot = np.eye(n_clusters)[given[given >= 0]]
-        if len(np.unique(given[given >= 0])) == 1:
+        known = labels[nodes] >= 0
+        named = labels[nodes][known]
+        onehot = np.eye(n_clusters)[named]
+        if (named == named[0]).all():
             u[nodes] = onehot[0]
             continue
         b = np.zeros((len(nodes), n_clusters))
-        b[given >= 0] = onehot - onehot.mean(axis=0)
+        b[known] = onehot - onehot.mean(axis=0)
         # L is singular on a component (the constants) and b sums to zero
         # there, so holding u at 0 on one node leaves a nonsingular system
         # with the same solutions up to a constant; centring picks d^T u = 0.
@@ -274,7 +275,7 @@ def poisson_scores(w, partial_labels, n_clusters):
         # The labeled classes' u sum to zero at every point (each row of b
         # does), so a class no label names, at u = 0, could win only a tie
         # at zero; -inf keeps it out.
-        x[:, ~np.isin(np.arange(n_clusters), given)] = -np.inf
+        x[:, ~np.isin(np.arange(n_clusters), named)] = -np.inf
         u[nodes] = x
     return u
 

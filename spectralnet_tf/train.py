@@ -258,9 +258,9 @@ def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=
     rows = np.sort(np.r_[rows, rng.choice(unlabeled, size - len(rows), replace=False)])
     if (labels[rows] < 0).any():
         w = subsample_graph(affinity, z_train[rows], batch_size)
-        classes = poisson_labels(w.numpy(), labels[rows], k)
-        free = (classes >= 0) & (labels[rows] < 0)  # reached by a label, unlabeled
-        targets[rows[free]] = np.eye(k, dtype=np.float32)[classes[free]]
+        classes = poisson_labels(w.numpy(), labels[rows], k)  # labeled rows keep theirs
+        reached = classes >= 0
+        targets[rows[reached]] = np.eye(k, dtype=np.float32)[classes[reached]]
     return distribute.run(distribute.get(strategy), distribute.from_first,
                           tf.constant(targets)).numpy()
 
