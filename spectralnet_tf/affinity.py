@@ -9,6 +9,8 @@ also nested in ``SpectralNet(affinity=...)``), with one interface:
   tensor, inside the compiled training step;
 - ``affinity.graph(x, neighbors)`` returns W over all n points (scipy sparse
   for kNN), for exact spectral clustering and the true eigenvectors;
+  ``affinity.coordinate_graph(z, neighbors)`` the same from points already
+  embedded (``embed_all``), where the affinity has a sparse W;
 - ``affinity.for_full_data(n, batch_size)`` is the affinity on all n points
   that random minibatches of ``batch_size`` points sample (see there).
 
@@ -365,7 +367,10 @@ class GaussianKNNAffinity(GaussianAffinity):
 
     def graph(self, x, neighbors=None):
         """Sparse (n, n) scipy W over all of x, from a neighbour backend."""
-        z = self.embed_all(x)
+        return self.coordinate_graph(self.embed_all(x), neighbors)
+
+    def coordinate_graph(self, z, neighbors=None):
+        """``graph`` from already-embedded points z (``embed_all``)."""
         backend = make_neighbors(neighbors or "auto", n_samples=len(z))
         dist, idx = backend.kneighbors(z, self.n_neighbors_needed())
         n = len(z)
@@ -529,6 +534,13 @@ class PrecomputedAffinity(BaseEstimator):
     def graph(self, x=None, neighbors=None):
         """W over all the points it was fitted on (scipy CSR)."""
         return self.graph_
+
+    def coordinate_graph(self, z, neighbors=None):
+        """W among the points whose indices ``z`` holds (m, 1), in that order
+        (scipy CSR)."""
+        del neighbors  # the graph is given
+        ids = np.round(np.asarray(z)[:, 0]).astype(np.int64)
+        return self.graph_[ids][:, ids]
 
 
 AFFINITIES = {"knn": GaussianKNNAffinity, "full": FullGaussianAffinity,

@@ -27,6 +27,12 @@ DENSE_MAX_N = 6000
 AMG_MIN_N = 200_000
 #: LOBPCG iterations between checks of a time limit (AMG path).
 AMG_ROUND = 20
+#: From this many nodes a component's Poisson system is solved by conjugate
+#: gradients preconditioned by smoothed-aggregation AMG (pyamg), not by a
+#: sparse LU, whose fill-in on a kNN graph grows far faster than its edges.
+POISSON_ITERATIVE_MIN_N = 5001
+#: The relative residual at which that solve stops.
+POISSON_TOL = 1e-8
 
 
 class EigensolverTimeout(RuntimeError):
@@ -268,8 +274,7 @@ def poisson_scores(w, partial_labels, n_clusters):
         # there, so holding u at 0 on one node leaves a nonsingular system
         # with the same solutions up to a constant; centring picks d^T u = 0.
         x = np.zeros_like(b)
-        block = lap[nodes][:, nodes]
-        x[1:] = scipy.sparse.linalg.splu(block[1:, 1:].tocsc()).solve(b[1:])
+        x[1:] = spd_solve(lap[nodes][:, nodes][1:, 1:], b[1:])
         d = degrees[nodes]
         x -= (d @ x) / d.sum()
         # The labeled classes' u sum to zero at every point (each row of b
@@ -278,6 +283,31 @@ def poisson_scores(w, partial_labels, n_clusters):
         x[:, ~np.isin(np.arange(n_clusters), named)] = -np.inf
         u[nodes] = x
     return u
+
+
+def spd_solve(a, b):
+    """X with ``a X = b`` for a sparse symmetric positive definite ``a`` and
+    the columns of ``b``: a sparse LU below ``POISSON_ITERATIVE_MIN_N``
+    rows, else conjugate gradients preconditioned by a smoothed-aggregation
+    AMG hierarchy of ``a`` (pyamg), to a relative residual of
+    ``POISSON_TOL`` in each column."""
+    if a.shape[0] < POISSON_ITERATIVE_MIN_N:
+        return scipy.sparse.linalg.splu(sp.csc_matrix(a)).solve(b)
+    import pyamg
+
+    a = sp.csr_matrix(a)
+    hierarchy = pyamg.smoothed_aggregation_solver(a, symmetry="symmetric")
+    x = np.zeros_like(b)
+    for j in range(b.shape[1]):
+        norm = np.linalg.norm(b[:, j])
+        if norm == 0:
+            continue
+        x[:, j] = hierarchy.solve(b[:, j], tol=POISSON_TOL, accel="cg", maxiter=500)
+        residual = np.linalg.norm(a @ x[:, j] - b[:, j]) / norm
+        if residual > 10 * POISSON_TOL:
+            raise RuntimeError(f"AMG-preconditioned CG did not converge: relative residual "
+                               f"{residual:.1e} (tol={POISSON_TOL}).")
+    return x
 
 
 def poisson_labels(w, partial_labels, n_clusters):

@@ -164,6 +164,34 @@ def test_poisson_scores_solve_the_centred_source_problem_with_zero_weighted_mean
     assert poisson_labels(path, [1, 0, 1, 1], 2).tolist() == [1, 0, 1, 1]
 
 
+def test_poisson_scores_of_a_large_component_by_amg_conjugate_gradients(monkeypatch):
+    # Past POISSON_ITERATIVE_MIN_N nodes the grounded system is solved by
+    # AMG-preconditioned CG: the same u as the sparse LU, to its tolerance.
+    import spectralnet_tf.spectral as spectral
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(600, 4)).astype(np.float32)
+    w = GaussianKNNAffinity(n_nbrs=8, scale_nbr=4, scale="local").fit(x, 600).graph(x, "exact")
+    labels = np.full(600, -1)
+    labels[:9] = np.arange(9) % 3
+    direct = poisson_scores(w, labels, 3)
+    monkeypatch.setattr(spectral, "POISSON_ITERATIVE_MIN_N", 100)
+    import pyamg
+
+    built = []
+    real = pyamg.smoothed_aggregation_solver
+    monkeypatch.setattr(pyamg, "smoothed_aggregation_solver",
+                        lambda a, **kw: built.append(a.shape) or real(a, **kw))
+    u = poisson_scores(w, labels, 3)
+    assert built == [(599, 599)]  # one component, grounded at one node
+    lap = spectral.laplacian_matrix(sp.csr_matrix(w, dtype=np.float64))
+    b = np.zeros((600, 3))
+    b[:9] = np.eye(3)[labels[:9]] - 1 / 3
+    assert np.linalg.norm(lap @ u - b) <= 1e-7 * np.linalg.norm(b)
+    np.testing.assert_allclose(u, direct, atol=1e-6 * np.abs(direct).max())
+    np.testing.assert_array_equal(poisson_labels(w, labels, 3)[9:], direct[9:].argmax(axis=1))
+
+
 def test_poisson_scores_by_component_and_refusing_no_labels():
     w = np.zeros((7, 7))
     w[0, 1] = w[1, 2] = w[3, 4] = w[5, 6] = 1.0  # {0, 1, 2}, {3, 4}, {5, 6}
