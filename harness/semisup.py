@@ -548,6 +548,68 @@ def cmd_targets(args):
     save_trials("targets", args.tag or "targets", args, trials, {"strength": strength})
 
 
+def graph_accs(x, y, known, seed, strength):
+    """The ACC of the label term's classes by the graph they are solved on,
+    for data larger than a subsample: on a random subsample
+    (``train.label_targets``, the current code), on all points of the graph
+    the minibatches sample (``for_full_data``), and on all points of the
+    affinity's own kNN graph at its set ranks. Each on the subsample's rows,
+    and the latter two on all points. Returns {name: ACC}."""
+    from spectralnet_tf.metrics import acc
+    from spectralnet_tf.spectral import poisson_labels
+    from spectralnet_tf.train import label_targets
+
+    aff, m = sampled_affinity(x, seed, known, strength)
+    z = aff.embed_all(x)
+    sub = label_targets(aff, z, known, 2, batch_size=m, seed=seed)
+    rows = sub.sum(axis=1) > 0
+    graphs = {"minibatch graph": aff.for_full_data(len(x), m), "own kNN graph": aff}
+    classes = {"subsample": sub.argmax(axis=1),
+               **{name: poisson_labels(g.coordinate_graph(z, "exact"), known, 2)
+                  for name, g in graphs.items()}}
+    out = {f"{name}, subsample rows": round(acc(y[rows], c[rows]), 4)
+           for name, c in classes.items()}
+    out.update({f"{name}, all points": round(acc(y, classes[name]), 4) for name in graphs})
+    return out
+
+
+def cmd_target_graphs(args):
+    """On which graph the label term should solve for its classes once the
+    data outgrow a subsample: per trial of ``--n`` x ``--settings`` x
+    ``--fractions`` x ``--seeds``, the ACC of each graph's classes
+    (``graph_accs``, at the affinity's label strength). Nothing is trained:
+    development seeds by default."""
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+
+    strength = GaussianKNNAffinity().label_strength
+    trials = []
+    for t, x, y, known in fraction_trials(args):
+        t["labeled"] = int((known >= 0).sum())
+        t["graph_acc"] = graph_accs(x, y, known, t["seed"], strength)
+        trials.append(t)
+        print(json.dumps(t), flush=True)
+    save_trials("target-graphs", args.tag or "target-graphs", args, trials,
+                {"strength": strength})
+
+
+def _target_graphs_table(trials):
+    """Per labeled fraction (and over all): how often each all-points graph's
+    classes are at least as right as the subsample's on its rows."""
+    print(f"{len(trials)} trials. ACC on the subsample's rows against the subsample's own "
+          "classes (the current code).\n")
+    print("| labeled fraction | graph | trials ≥ subsample | trials < subsample | mean ACC "
+          "| subsample's mean ACC | worst difference |\n|" + " --- |" * 7)
+    groups = list(_groups(trials, ["fraction"]).items()) + [(("all",), trials)]
+    for (fraction,), group in groups:
+        base = np.array([t["graph_acc"]["subsample, subsample rows"] for t in group])
+        for name in ("minibatch graph", "own kNN graph"):
+            got = np.array([t["graph_acc"][f"{name}, subsample rows"] for t in group])
+            diff = got - base
+            print(f"| {fraction} | {name} | {int((diff >= 0).sum())} of {len(group)} | "
+                  f"{int((diff < 0).sum())} | {got.mean():.4f} | {base.mean():.4f} | "
+                  f"{diff.min():+.4f} |")
+
+
 #: What a labeled MNIST run is set against (run.py's results keys -> table
 #: column): the labels alone, and with --exact-knn its own graph on all points.
 MNIST_REFERENCES = {"svm_acc": "SVM ACC (codes, labels alone)",
@@ -696,6 +758,8 @@ def cmd_table(args):
         return
     if record["kind"] == "targets":
         _targets_table(record["trials"], record["strength"])
+    if record["kind"] == "target-graphs":
+        _target_graphs_table(record["trials"])
         return
     if record["kind"] == "mnist":
         rate = record["matmul_gflops"]
@@ -838,13 +902,16 @@ def main(argv=None):
             q.epilog = "--n, --settings, --seeds and --fraction apply without records only."
     for name, about in (("strengths", "the exact reference at each label strength"),
                         ("draws", "the references and the reshaped graph by fold draw"),
-                        ("targets", "the label term's classes by each graph solver")):
+                        ("targets", "the label term's classes by each graph solver"),
+                        ("target-graphs", "the label term's classes by the graph solved on")):
         q = sub.add_parser(name, help=about)
-        q.add_argument("--n", type=int, nargs="+", default=[1500])
+        beyond = name == "target-graphs"  # larger than a subsample, fewer labels
+        q.add_argument("--n", type=int, nargs="+", default=[20000] if beyond else [1500])
         q.add_argument("--settings", type=_setting, nargs="+", default=SETTINGS,
                        help="OUTER_RADIUS/NOISE pairs")
         q.add_argument("--seeds", type=int, nargs="+", default=DEV_SEEDS)
-        q.add_argument("--fractions", type=float, nargs="+", default=[0.01, 0.02, 0.05])
+        q.add_argument("--fractions", type=float, nargs="+",
+                       default=[0.001, 0.01] if beyond else [0.01, 0.02, 0.05])
         if name == "strengths":
             q.add_argument("--strengths", type=float, nargs="+", default=list(STRENGTHS))
         elif name == "draws":
@@ -874,7 +941,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     {"grid": cmd_grid, "ablate": cmd_ablate, "cause": cmd_cause, "arcs": cmd_arcs,
      "harmonic": cmd_harmonic, "strengths": cmd_strengths, "draws": cmd_draws,
-     "targets": cmd_targets,
+     "targets": cmd_targets, "target-graphs": cmd_target_graphs,
      "mnist": cmd_mnist,
      "table": cmd_table, "plot": cmd_plot}[args.command](args)
 

@@ -28,10 +28,6 @@ INITS = ("random", "spectral")
 #: Points of the subsample whose exact eigenvectors start F_theta (at least
 #: one minibatch).
 WARM_START_POINTS = 4096
-#: Neighbour entries (points times the neighbours each keeps) of the sparse
-#: graph the label targets are solved on (``label_targets``): a bound on
-#: memory and time, about 1.5 GB for the graph and its Laplacian.
-TARGET_GRAPH_ENTRIES = 1 << 26
 #: Regression steps that fit F_theta to them, and their RMSprop rate (its
 #: own: Algorithm 1's may be far smaller, e.g. 5e-5 on Reuters).
 WARM_START_STEPS = 500
@@ -226,15 +222,17 @@ def subsample_graph(affinity, z_sub, batch_size):
 
 def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=None):
     """The class targets of the label term (``losses.label_loss``), (n, k)
-    one-hot rows: the labeled points' own classes, and on unlabeled points
-    the class that Poisson learning on the graph gives them
-    (``spectral.poisson_labels``: the largest of the k functions).
+    one-hot rows: the labeled points' own classes; on the unlabeled points of
+    a subsample, the class that Poisson learning on the graph SpectralNet's
+    minibatches sample gives them (``spectral.poisson_labels`` of
+    ``Affinity.for_full_data`` on the subsample: the largest of the k
+    functions); zero rows on the other points.
 
     Through the labeled points alone, a few labels are a few percent of a
     minibatch's loss, and the net can end far from what the graph and the
     labels say together where the graph makes a wrong cut cheaper than the
-    labeled one. The targets ask the unlabeled points for that class.
-    Poisson learning, not the harmonic function (the minimiser of the
+    labeled one. The targets ask every point of the subsample for that
+    class. Poisson learning, not the harmonic function (the minimiser of the
     Laplacian quadratic form with the labels held, ``harmonic_scores``),
     because the harmonic function flattens away from the labels when they
     are few, and its largest component then leans to the class with more
@@ -243,66 +241,28 @@ def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=
     (docs/semisupervised.md). Classes, not the values: a point's u says
     which class leads there, but it is not a distribution over the classes.
 
-    The graph is the one the minibatches sample (``Affinity.for_full_data``),
-    on ``z_train`` (the points' affinity coordinates):
-    - up to ``subsample_size`` points, on all of them, dense;
-    - beyond, where the affinity has a sparse W (``coordinate_graph``: kNN,
-      precomputed), on all points while that graph holds at most
-      ``TARGET_GRAPH_ENTRIES`` neighbour entries (it grows as n^2 /
-      batch_size), else on the largest subsample whose graph does
-      (``target_points``); solved iteratively;
-    - otherwise (all-pairs Gaussian), on a subsample of ``subsample_size``
-      points, dense.
-    A subsample holds every labeled point it has room for, the rest drawn at
-    random; points outside it get no target (a zero row), as do points in a
-    part of the graph that no label reaches. The same targets for the same
-    ``seed``.
+    The subsample (``WARM_START_POINTS`` points, at least one minibatch, all
+    of them if there are fewer) holds every labeled point it has room for,
+    the rest drawn at random; ``z_train`` are the points' affinity
+    coordinates. A point in a part of the subsample's graph that no label
+    reaches gets no target. The same targets for the same ``seed``.
     """
     n = len(z_train)
     targets = np.zeros((n, k), np.float32)
     labeled = np.flatnonzero(labels >= 0)
     targets[labeled, labels[labeled]] = 1.0
     size = subsample_size(n, batch_size)
-    sparse = size < n and hasattr(affinity, "coordinate_graph")
-    if sparse:
-        size = max(size, target_points(affinity, n, batch_size))
     rng = np.random.default_rng(seed)
-    rows = np.arange(n)
-    if size < n:
-        unlabeled = np.flatnonzero(labels < 0)
-        rows = rng.permutation(labeled)[:size]
-        rows = np.sort(np.r_[rows, rng.choice(unlabeled, size - len(rows), replace=False)])
-    if sparse:
-        # Exact search: each point's neighbours grow with the points here,
-        # so an approximate index saves nothing, and the bound on the
-        # graph's entries bounds the points.
-        w = affinity.for_full_data(len(rows), batch_size).coordinate_graph(z_train[rows], "exact")
-    else:
-        w = subsample_graph(affinity, z_train[rows], batch_size).numpy()
+    rows = rng.permutation(labeled)[:size]
+    unlabeled = np.flatnonzero(labels < 0)
+    rows = np.sort(np.r_[rows, rng.choice(unlabeled, size - len(rows), replace=False)])
     if (labels[rows] < 0).any():
-        classes = poisson_labels(w, labels[rows], k)  # labeled rows keep theirs
+        w = subsample_graph(affinity, z_train[rows], batch_size)
+        classes = poisson_labels(w.numpy(), labels[rows], k)  # labeled rows keep theirs
         reached = classes >= 0
         targets[rows[reached]] = np.eye(k, dtype=np.float32)[classes[reached]]
     return distribute.run(distribute.get(strategy), distribute.from_first,
                           tf.constant(targets)).numpy()
-
-
-def target_points(affinity, n, batch_size):
-    """The most points, up to n, on which the graph the minibatches sample
-    (``Affinity.for_full_data``) holds at most ``TARGET_GRAPH_ENTRIES``
-    neighbour entries: its neighbour ranks grow in proportion to the points,
-    so its entries grow as their square. n for a graph without ranks (a
-    given graph: already built)."""
-    def entries(m):
-        return m * max(affinity.full_data_ranks(m, min(batch_size, m)).values(), default=0)
-
-    if entries(n) <= TARGET_GRAPH_ENTRIES:
-        return n
-    low, high = 1, n  # entries(low) <= TARGET_GRAPH_ENTRIES < entries(high)
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (mid, high) if entries(mid) <= TARGET_GRAPH_ENTRIES else (low, mid)
-    return low
 
 
 def minibatch_loss(w, y, laplacian="unnormalized", targets=None, label_weight=0.0):

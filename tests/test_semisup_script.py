@@ -258,3 +258,33 @@ def test_targets_scores_each_solver_on_the_reshaped_graph_and_renders(tmp_path, 
         hit = int(trial["solver_acc"][solver] >= trial["target"])
         assert f"| 0.05 | {solver} | {hit} of 1 |" in out
         assert f"| all | {solver} | {hit} of 1 |" in out
+
+
+@pytest.mark.slow  # a harness command end to end (about 10 s)
+@pytest.mark.research
+def test_target_graphs_solves_on_each_graph_and_renders(tmp_path, load_script, monkeypatch):
+    import spectralnet_tf.train as train
+    from harness.semisup import rings_and_labels, sampled_affinity, sampled_graph
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.metrics import acc
+    from spectralnet_tf.spectral import poisson_labels
+
+    monkeypatch.setattr(train, "WARM_START_POINTS", 150)  # 400 points outgrow a subsample
+    semisup = load_script("semisup")
+    semisup.main(["target-graphs", "--n", "400", "--settings", "1.5/0.1", "--seeds", "0",
+                  "--fractions", "0.05", "--results", str(tmp_path)])
+    (path,) = tmp_path.glob("*target-graphs*.json")
+    (trial,) = json.loads(path.read_text())["trials"]
+    strength = GaussianKNNAffinity().label_strength
+    x, y, known = rings_and_labels(400, 1.5, 0.1, 0, 0.05)
+    x = x.astype(np.float32)
+    w, aff, _ = sampled_graph(x, 0, known, strength)
+    got = trial["graph_acc"]
+    assert got["minibatch graph, all points"] == round(acc(y, poisson_labels(w, known, 2)), 4)
+    own = sampled_affinity(x, 0, known, strength)[0].graph(x)
+    assert got["own kNN graph, all points"] == round(acc(y, poisson_labels(own, known, 2)), 4)
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
+                          str(path)], capture_output=True, text=True, check=True).stdout
+    for name in ("minibatch graph", "own kNN graph"):
+        diff = got[f"{name}, subsample rows"] - got["subsample, subsample rows"]
+        assert f"| 0.05 | {name} | {int(diff >= 0)} of 1 | {int(diff < 0)} |" in out

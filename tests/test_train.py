@@ -298,74 +298,13 @@ def test_label_targets_are_not_swayed_by_the_number_of_labels_per_class():
     assert np.mean(t.argmax(axis=1) == y) > 0.9
 
 
-def test_label_targets_beyond_a_subsample_solve_every_point_on_the_sparse_graph(monkeypatch):
+def test_label_targets_cover_a_subsample_with_every_labeled_point(monkeypatch):
     import spectralnet_tf.train as train
-    from spectralnet_tf.spectral import poisson_labels
 
     monkeypatch.setattr(train, "WARM_START_POINTS", 150)
     x, y, affinity = _two_blobs_and_affinity(batch_size=100)
-    labels = np.where(np.arange(len(y)) % 50 == 0, y, -1)  # 8 labeled points
-    t = label_targets(affinity, x, labels, 2, batch_size=100, seed=0)
-    assert (t.sum(axis=1) == 1).all()  # all 400 points, not a subsample of 150
-    # The graph the minibatches sample, sparse, on all points.
-    w = affinity.for_full_data(len(x), 100).graph(x, "exact")
-    np.testing.assert_array_equal(t.argmax(axis=1), poisson_labels(w, labels, 2))
-    np.testing.assert_array_equal(t.argmax(axis=1), y)
-
-
-def test_label_targets_bound_their_graph_to_the_largest_subsample_that_fits(monkeypatch):
-    import spectralnet_tf.train as train
-    from spectralnet_tf.train import target_points
-
-    monkeypatch.setattr(train, "WARM_START_POINTS", 150)
-    monkeypatch.setattr(train, "TARGET_GRAPH_ENTRIES", 4_000)
-    x, y, affinity = _two_blobs_and_affinity(batch_size=100)  # n_nbrs 5: 5 m / 100 each
-
-    def entries(m):
-        return m * max(affinity.full_data_ranks(m, 100).values())
-
-    m = target_points(affinity, len(x), 100)
-    assert entries(m) <= 4_000 < entries(m + 1) and 150 < m < len(x)
-    labels = np.where(np.arange(len(y)) % 10 == 0, y, -1)  # 40 labeled points
-    t = label_targets(affinity, x, labels, 2, batch_size=100, seed=0)
-    has = t.sum(axis=1) > 0
-    assert has.sum() == m and has[labels >= 0].all()
-    np.testing.assert_array_equal(t[has].argmax(axis=1), y[has])
-    monkeypatch.setattr(train, "TARGET_GRAPH_ENTRIES", 10**9)
-    assert target_points(affinity, len(x), 100) == len(x)
-
-
-def test_label_targets_of_an_all_pairs_affinity_cover_a_subsample_with_every_label(monkeypatch):
-    # An all-pairs Gaussian has no sparse W: beyond a subsample's size the
-    # targets stay on a subsample that holds every labeled point.
-    import spectralnet_tf.train as train
-    from spectralnet_tf.affinity import FullGaussianAffinity
-
-    monkeypatch.setattr(train, "WARM_START_POINTS", 150)
-    x, y, _ = _two_blobs_and_affinity(batch_size=100)
-    affinity = FullGaussianAffinity(scale_nbr=2).fit(x, 100)
     labels = np.where(np.arange(len(y)) % 10 == 0, y, -1)  # 40 labeled points
     t = label_targets(affinity, x, labels, 2, batch_size=100, seed=0)
     has = t.sum(axis=1) > 0
     assert has.sum() == 150 and has[labels >= 0].all()
     np.testing.assert_array_equal(t[has].argmax(axis=1), y[has])
-
-
-def test_label_targets_of_a_given_graph_beyond_a_subsample_use_its_rows(monkeypatch):
-    # Precomputed: the coordinates are row indices, in the order training
-    # passes them (here shuffled); the targets follow the graph's rows.
-    import spectralnet_tf.train as train
-    from spectralnet_tf.affinity import PrecomputedAffinity
-    from spectralnet_tf.spectral import poisson_labels
-
-    monkeypatch.setattr(train, "WARM_START_POINTS", 150)
-    x, y, knn = _two_blobs_and_affinity(batch_size=100)
-    w = knn.graph(x, "exact")
-    affinity = PrecomputedAffinity().fit(PrecomputedAffinity.coordinates(len(x)), 100, graph=w)
-    order = np.random.default_rng(1).permutation(len(x))
-    labels = np.where(np.arange(len(y)) % 50 == 0, y, -1)[order]
-    z = PrecomputedAffinity.coordinates(len(x))[order]
-    t = label_targets(affinity, z, labels, 2, batch_size=100, seed=0)
-    np.testing.assert_array_equal(t.argmax(axis=1), y[order])
-    np.testing.assert_array_equal(t.argmax(axis=1),
-                                  poisson_labels(w[order][:, order], labels, 2))
