@@ -758,6 +758,7 @@ def cmd_table(args):
         return
     if record["kind"] == "targets":
         _targets_table(record["trials"], record["strength"])
+        return
     if record["kind"] == "target-graphs":
         _target_graphs_table(record["trials"])
         return
