@@ -190,6 +190,11 @@ def test_poisson_scores_of_a_large_component_by_amg_conjugate_gradients(monkeypa
     assert np.linalg.norm(lap @ u - b) <= 1e-7 * np.linalg.norm(b)
     np.testing.assert_allclose(u, direct, atol=1e-6 * np.abs(direct).max())
     np.testing.assert_array_equal(poisson_labels(w, labels, 3)[9:], direct[9:].argmax(axis=1))
+    # A solve that stops short of the tolerance says so, not a wrong u.
+    monkeypatch.setattr(spectral, "POISSON_TOL", 1e-30)
+    with pytest.raises(RuntimeError, match=r"^AMG-preconditioned CG did not converge: relative "
+                                           r"residual .* \(tol=1e-30\)\.$"):
+        poisson_scores(w, labels, 3)
 
 
 def test_poisson_scores_by_component_and_refusing_no_labels():
