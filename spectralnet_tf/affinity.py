@@ -9,8 +9,8 @@ also nested in ``SpectralNet(affinity=...)``), with one interface:
   tensor, inside the compiled training step;
 - ``affinity.graph(x, neighbors)`` returns W over all n points (scipy sparse
   for kNN), for exact spectral clustering and the true eigenvectors;
-  ``affinity.coordinate_graph(z, neighbors)`` the same from points already
-  embedded (``embed_all``), where the affinity has a sparse W;
+  ``affinity.coordinate_graph(z, neighbors)`` (kNN) the same from points
+  already embedded (``embed_all``);
 - ``affinity.for_full_data(n, batch_size)`` is the affinity on all n points
   that random minibatches of ``batch_size`` points sample (see there).
 
@@ -534,13 +534,6 @@ class PrecomputedAffinity(BaseEstimator):
     def graph(self, x=None, neighbors=None):
         """W over all the points it was fitted on (scipy CSR)."""
         return self.graph_
-
-    def coordinate_graph(self, z, neighbors=None):
-        """W among the points whose indices ``z`` holds (m, 1), in that order
-        (scipy CSR)."""
-        del neighbors  # the graph is given
-        ids = np.round(np.asarray(z)[:, 0]).astype(np.int64)
-        return self.graph_[ids][:, ids]
 
 
 AFFINITIES = {"knn": GaussianKNNAffinity, "full": FullGaussianAffinity,

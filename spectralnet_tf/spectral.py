@@ -27,9 +27,10 @@ DENSE_MAX_N = 6000
 AMG_MIN_N = 200_000
 #: LOBPCG iterations between checks of a time limit (AMG path).
 AMG_ROUND = 20
-#: From this many nodes a component's Poisson system is solved by conjugate
-#: gradients preconditioned by smoothed-aggregation AMG (pyamg), not by a
-#: sparse LU, whose fill-in on a kNN graph grows far faster than its edges.
+#: From this many unknowns (a component's nodes less the one held at zero)
+#: its Poisson system is solved by conjugate gradients preconditioned by
+#: smoothed-aggregation AMG (pyamg), not by a sparse LU, whose fill-in on a
+#: kNN graph grows far faster than its edges.
 POISSON_ITERATIVE_MIN_N = 5001
 #: The relative residual at which that solve stops.
 POISSON_TOL = 1e-8

@@ -67,21 +67,6 @@ def test_embedding_function_is_applied_before_distances():
     np.testing.assert_allclose(embedded(tf.constant(x)).numpy(), plain(tf.constant(x)).numpy(), atol=1e-5)
 
 
-def test_coordinate_graph_is_the_graph_of_embedded_points_or_of_the_rows_named():
-    from spectralnet_tf.affinity import PrecomputedAffinity
-
-    x = _x(n=60)
-    aff = GaussianKNNAffinity(n_nbrs=4, scale_nbr=2, embedding=double).fit(x, batch_size=60)
-    w = aff.graph(x, "exact")
-    np.testing.assert_array_equal(aff.coordinate_graph(aff.embed_all(x), "exact").toarray(),
-                                  w.toarray())
-    # A given graph: the rows and columns the index coordinates name, in their order.
-    given = PrecomputedAffinity().fit(PrecomputedAffinity.coordinates(60), 60, graph=w)
-    order = np.random.default_rng(0).permutation(60)[:40]
-    sub = given.coordinate_graph(PrecomputedAffinity.coordinates(60)[order])
-    np.testing.assert_allclose(sub.toarray(), w.toarray()[np.ix_(order, order)], rtol=1e-6)
-
-
 @pytest.mark.parametrize(
     "kwargs, match",
     [

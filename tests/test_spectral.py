@@ -165,7 +165,7 @@ def test_poisson_scores_solve_the_centred_source_problem_with_zero_weighted_mean
 
 
 def test_poisson_scores_of_a_large_component_by_amg_conjugate_gradients(monkeypatch):
-    # Past POISSON_ITERATIVE_MIN_N nodes the grounded system is solved by
+    # From POISSON_ITERATIVE_MIN_N unknowns the grounded system is solved by
     # AMG-preconditioned CG: the same u as the sparse LU, to its tolerance.
     import spectralnet_tf.spectral as spectral
 
