@@ -27,13 +27,14 @@ DENSE_MAX_N = 6000
 AMG_MIN_N = 200_000
 #: LOBPCG iterations between checks of a time limit (AMG path).
 AMG_ROUND = 20
-#: From this many unknowns (a component's nodes less the one held at zero)
-#: its Poisson system is solved by conjugate gradients preconditioned by
+#: From this many unknowns a Laplacian system with points held fixed (the
+#: harmonic function's free points; a Poisson component's nodes less the one
+#: held at zero) is solved by conjugate gradients preconditioned by
 #: smoothed-aggregation AMG (pyamg), not by a sparse LU, whose fill-in on a
 #: kNN graph grows far faster than its edges.
-POISSON_ITERATIVE_MIN_N = 5001
+ITERATIVE_SOLVE_MIN_N = 5001
 #: The relative residual at which that solve stops.
-POISSON_TOL = 1e-8
+ITERATIVE_SOLVE_TOL = 1e-8
 
 
 class EigensolverTimeout(RuntimeError):
@@ -188,7 +189,7 @@ def harmonic_labels(w, partial_labels, n_clusters):
     ``partial_labels`` holds a class in [0, n_clusters) or -1 (unlabeled).
     ``w`` is symmetrized, ``(w + w^T) / 2``. Labeled points keep their
     label; points of a connected component without a labeled point get -1.
-    Sparse direct solve (SuperLU); ``harmonic_scores`` gives f itself.
+    ``spd_solve``; ``harmonic_scores`` gives f itself.
     """
     return largest_class(harmonic_scores(w, partial_labels, n_clusters), partial_labels)
 
@@ -207,7 +208,7 @@ def labeled_graph(w, partial_labels, n_clusters):
     symmetric sparse float64 matrix, ``(w + w^T) / 2`` without stored zeros,
     the checked labels, and each point's connected component. Refuses
     labels without a labeled point."""
-    w = sp.csr_matrix(w, dtype=np.float64)  # SuperLU solves in the matrix's dtype
+    w = sp.csr_matrix(w, dtype=np.float64)  # the solves run in the matrix's dtype
     w = 0.5 * (w + w.T)  # the same quadratic form f^T L f as w
     w.eliminate_zeros()  # connected_components would count a stored zero as an edge
     labels = check_labels(partial_labels, w.shape[0], n_clusters)
@@ -232,7 +233,7 @@ def harmonic_scores(w, partial_labels, n_clusters):
     if free.size:
         rows = laplacian_matrix(w).tocsr()[free]
         rhs = -(rows[:, fixed] @ f[fixed])
-        f[free] = scipy.sparse.linalg.splu(rows[:, free].tocsc()).solve(np.asarray(rhs))
+        f[free] = spd_solve(rows[:, free], np.asarray(rhs))
     return f
 
 
@@ -288,11 +289,11 @@ def poisson_scores(w, partial_labels, n_clusters):
 
 def spd_solve(a, b):
     """X with ``a X = b`` for a sparse symmetric positive definite ``a`` and
-    the columns of ``b``: a sparse LU below ``POISSON_ITERATIVE_MIN_N``
+    the columns of ``b``: a sparse LU below ``ITERATIVE_SOLVE_MIN_N``
     rows, else conjugate gradients preconditioned by a smoothed-aggregation
     AMG hierarchy of ``a`` (pyamg), to a relative residual of
-    ``POISSON_TOL`` in each column."""
-    if a.shape[0] < POISSON_ITERATIVE_MIN_N:
+    ``ITERATIVE_SOLVE_TOL`` in each column."""
+    if a.shape[0] < ITERATIVE_SOLVE_MIN_N:
         return scipy.sparse.linalg.splu(sp.csc_matrix(a)).solve(b)
     import pyamg
 
@@ -303,11 +304,11 @@ def spd_solve(a, b):
         norm = np.linalg.norm(b[:, j])
         if norm == 0:
             continue
-        x[:, j] = hierarchy.solve(b[:, j], tol=POISSON_TOL, accel="cg", maxiter=500)
+        x[:, j] = hierarchy.solve(b[:, j], tol=ITERATIVE_SOLVE_TOL, accel="cg", maxiter=500)
         residual = np.linalg.norm(a @ x[:, j] - b[:, j]) / norm
-        if residual > 10 * POISSON_TOL:
+        if residual > 10 * ITERATIVE_SOLVE_TOL:
             raise RuntimeError(f"AMG-preconditioned CG did not converge: relative residual "
-                               f"{residual:.1e} (tol={POISSON_TOL}).")
+                               f"{residual:.1e} (tol={ITERATIVE_SOLVE_TOL}).")
     return x
 
 

@@ -165,7 +165,7 @@ def test_poisson_scores_solve_the_centred_source_problem_with_zero_weighted_mean
 
 
 def test_poisson_scores_of_a_large_component_by_amg_conjugate_gradients(monkeypatch):
-    # From POISSON_ITERATIVE_MIN_N unknowns the grounded system is solved by
+    # From ITERATIVE_SOLVE_MIN_N unknowns the grounded system is solved by
     # AMG-preconditioned CG: the same u as the sparse LU, to its tolerance.
     import spectralnet_tf.spectral as spectral
 
@@ -175,7 +175,7 @@ def test_poisson_scores_of_a_large_component_by_amg_conjugate_gradients(monkeypa
     labels = np.full(600, -1)
     labels[:9] = np.arange(9) % 3
     direct = poisson_scores(w, labels, 3)
-    monkeypatch.setattr(spectral, "POISSON_ITERATIVE_MIN_N", 100)
+    monkeypatch.setattr(spectral, "ITERATIVE_SOLVE_MIN_N", 100)
     import pyamg
 
     built = []
@@ -191,7 +191,7 @@ def test_poisson_scores_of_a_large_component_by_amg_conjugate_gradients(monkeypa
     np.testing.assert_allclose(u, direct, atol=1e-6 * np.abs(direct).max())
     np.testing.assert_array_equal(poisson_labels(w, labels, 3)[9:], direct[9:].argmax(axis=1))
     # A solve that stops short of the tolerance says so, not a wrong u.
-    monkeypatch.setattr(spectral, "POISSON_TOL", 1e-30)
+    monkeypatch.setattr(spectral, "ITERATIVE_SOLVE_TOL", 1e-30)
     with pytest.raises(RuntimeError, match=r"^AMG-preconditioned CG did not converge: relative "
                                            r"residual .* \(tol=1e-30\)\.$"):
         poisson_scores(w, labels, 3)
