@@ -9,6 +9,7 @@
     python scripts/semisup.py harmonic --n 3000 --seeds 100 101   # ... on data of its own, no net
     python scripts/semisup.py strengths           # the exact reference at each label strength
     python scripts/semisup.py targets             # the label term's classes by each graph solver
+    python scripts/semisup.py gate                # the same, the classifier kept only where it beats the graph
     python scripts/semisup.py mnist --fractions 0.02 0.01 0.001   # run.py --dset mnist with labels
     python scripts/semisup.py table RECORD.json   # the Markdown table of a record
     python scripts/semisup.py plot RECORD.json --out PNG
@@ -548,6 +549,65 @@ def cmd_targets(args):
     save_trials("targets", args.tag or "targets", args, trials, {"strength": strength})
 
 
+def gate_accs(x, y, known, seed, strength):
+    """The label term's classes (Poisson learning on the minibatches' graph,
+    as ``solver_accs``) with the graph reshaped at ``strength`` always, and
+    with the reshaping kept only where the label classifier's held-out
+    accuracy beats the graph's (``train.check_label_classifier``, as the
+    estimator decides). Returns ({"reshaped": ACC, "checked": ACC}, the
+    check's dict or None)."""
+    from spectralnet_tf.metrics import acc
+    from spectralnet_tf.spectral import poisson_labels
+    from spectralnet_tf.train import check_label_classifier
+
+    aff, m = sampled_affinity(x, seed, known, strength)
+    check = check_label_classifier(aff, x, known, batch_size=m, seed=seed)
+    full = aff.for_full_data(len(x), m)
+    accs = {"reshaped": round(acc(y, poisson_labels(full.graph(x), known, 2)), 4)}
+    if check is None or check["keep"]:
+        accs["checked"] = accs["reshaped"]
+    else:
+        full.forget_labels()
+        accs["checked"] = round(acc(y, poisson_labels(full.graph(x), known, 2)), 4)
+    return accs, check
+
+
+def cmd_gate(args):
+    """Whether the label classifier should reshape the graph only where it
+    knows more than the graph (``gate_accs``): per trial of ``--n`` x
+    ``--settings`` x ``--fractions`` x ``--seeds``, the label term's classes
+    on the graph reshaped always and as checked, and the check's held-out
+    accuracies, beside the trial's target. Nothing is trained: development
+    seeds by default."""
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+
+    strength = GaussianKNNAffinity().label_strength
+    trials = []
+    for out, x, y, known in referenced_trials(args):
+        out["solver_acc"], out["check"] = gate_accs(x, y, known, out["seed"], strength)
+        trials.append(out)
+        print(json.dumps(out), flush=True)
+    save_trials("gate", args.tag or "gate", args, trials, {"strength": strength})
+
+
+def _gate_table(trials, strength):
+    """One row per labeled fraction (and one for all) and graph of a
+    ``gate`` record, with how often the check dropped the classifier."""
+    print(f"{len(trials)} trials. Each row: the classes Poisson learning gives on the graph "
+          f"reshaped at strength {strength:g} always, or only where the label classifier's "
+          "held-out accuracy beats the graph's, against each trial's target "
+          "(max(SVM, harmonic) − 0.005).\n")
+    groups = list(_groups(trials, ["fraction"]).items()) + [(("all",), trials)]
+    rows = []
+    for (fraction,), group in groups:
+        dropped = sum(t["check"] is not None and not t["check"]["keep"] for t in group)
+        for graph in ("reshaped", "checked"):
+            label = "always reshaped" if graph == "reshaped" else f"checked ({dropped} dropped)"
+            rows.append(([str(fraction), label], group,
+                         lambda t, g=graph: t["solver_acc"][g]))
+    _margin_rows(["labeled fraction", "graph"], rows)
+
+
 def graph_accs(x, y, known, seed, strength):
     """The ACC of the label term's classes by the graph they are solved on,
     for data larger than a subsample: on a random subsample
@@ -756,6 +816,9 @@ def cmd_table(args):
     if record["kind"] == "draws":
         _draws_table(record["trials"])
         return
+    if record["kind"] == "gate":
+        _gate_table(record["trials"], record["strength"])
+        return
     if record["kind"] == "targets":
         _targets_table(record["trials"], record["strength"])
         return
@@ -904,6 +967,7 @@ def main(argv=None):
     for name, about in (("strengths", "the exact reference at each label strength"),
                         ("draws", "the references and the reshaped graph by fold draw"),
                         ("targets", "the label term's classes by each graph solver"),
+                        ("gate", "the label term's classes with the classifier checked"),
                         ("target-graphs", "the label term's classes by the graph solved on")):
         q = sub.add_parser(name, help=about)
         beyond = name == "target-graphs"  # larger than a subsample, fewer labels
@@ -942,7 +1006,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     {"grid": cmd_grid, "ablate": cmd_ablate, "cause": cmd_cause, "arcs": cmd_arcs,
      "harmonic": cmd_harmonic, "strengths": cmd_strengths, "draws": cmd_draws,
-     "targets": cmd_targets, "target-graphs": cmd_target_graphs,
+     "targets": cmd_targets, "gate": cmd_gate, "target-graphs": cmd_target_graphs,
      "mnist": cmd_mnist,
      "table": cmd_table, "plot": cmd_plot}[args.command](args)
 

@@ -30,7 +30,7 @@ from .siamese import SiameseEmbedding, check_groups
 from .streaming import (dataset_batches, dataset_rows, is_dataset, is_lazy, map_batches,
                         spooled)
 from .summaries import EpochLog, write_phase_seconds
-from .train import GRADIENTS, INITS, train_spectralnet
+from .train import GRADIENTS, INITS, check_label_classifier, train_spectralnet
 
 #: Default minibatch size (paper: 1024 on MNIST); clipped for small data.
 DEFAULT_BATCH_SIZE = 1024
@@ -382,6 +382,13 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     affinity_ : affinity object
         The fitted copy of ``affinity`` (with its scale, and the trained
         embedding as its ``embedding``).
+    label_check_ : dict or None
+        Semi-supervised only (``train.check_label_classifier``): the held-out
+        accuracy on the labeled points of the label classifier ("classifier")
+        and of the graph without it ("graph"), and whether the classifier
+        reshaped the graph ("keep": only where it scored strictly higher).
+        None where nothing was checked (no classifier, or a class with a
+        single label).
     affinity_embedding_ : SiameseEmbedding, callable or None
         The fitted copy of ``affinity_embedding`` (or the callable itself).
     history_ : dict
@@ -779,6 +786,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         affinity = plan.affinity
         if embedding is not None:
             affinity.set_params(embedding=self.siamese_ if siamese else embedding)
+        self.label_check_ = None
         if precomputed:  # the affinity's coordinates: each point's row in X (and W)
             coords = affinity.coordinates(n)
             self.affinity_ = affinity.fit(coords, plan.batch_size, graph=graph)
@@ -786,8 +794,14 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         else:
             self.affinity_ = affinity.fit(z_train, plan.batch_size, seed=scale_seed)
             c_val = c_train = None
-            # The labels alone, as coordinates of the graph (nothing without labels).
+            # The labels alone, as coordinates of the graph (nothing without labels),
+            # where on held-out labels they know more than the graph itself.
             self.affinity_.fit_labels(Z, labels, z_train, seed=scale_seed)
+            self.label_check_ = check_label_classifier(self.affinity_, Z, labels,
+                                                       batch_size=plan.batch_size,
+                                                       seed=scale_seed)
+            if self.label_check_ is not None and not self.label_check_["keep"]:
+                self.affinity_.forget_labels()
         k = plan.n_clusters
         if choose_k:
             chooser = plan.n_clusters.fit(self.affinity_, z_train if c_train is None else c_train,

@@ -46,6 +46,17 @@ def check_two_classes(labels):
             "to cluster without labels.")
 
 
+def label_folds(known, seed=0):
+    """The stratified folds the label classifier's C and gamma are chosen
+    on, for the labels ``known`` of the labeled points: k = min(5, smallest
+    class count), shuffled by ``seed``. None where a class has a single
+    label (no folds: scikit-learn's defaults are used)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    n_folds = min(5, int(np.unique(known, return_counts=True)[1].min()))
+    return StratifiedKFold(n_folds, shuffle=True, random_state=seed) if n_folds >= 2 else None
+
+
 def fit_label_classifier(z, labels, seed=0, max_labeled=MAX_LABELED):
     """An RBF SVM of the labeled rows of ``z`` (``labels`` >= 0), C and gamma by
     stratified k-fold cross-validation on them (k = min(5, smallest class
@@ -54,7 +65,7 @@ def fit_label_classifier(z, labels, seed=0, max_labeled=MAX_LABELED):
     than two classes a ``OneVsRestClassifier`` of SVCs with the C and gamma
     that cross-validating the multi-class SVC chose (searching the machines
     per class would cost k times as much)."""
-    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+    from sklearn.model_selection import GridSearchCV
     from sklearn.multiclass import OneVsRestClassifier
     from sklearn.svm import SVC
 
@@ -71,15 +82,13 @@ def fit_label_classifier(z, labels, seed=0, max_labeled=MAX_LABELED):
                 for r in (rows[labels[rows] == c] for c in np.unique(labels[rows]))]
         rows = np.sort(np.concatenate(keep))
     x, y = np.asarray(z, np.float64)[rows], labels[rows]
-    classes, counts = np.unique(y, return_counts=True)
-    n_folds = min(5, int(counts.min()))
+    classes = np.unique(y)
+    folds = label_folds(y, seed)
     params = {}
-    if n_folds >= 2:
+    if folds is not None:
         base = 1.0 / (x.shape[1] * max(float(x.var()), 1e-12))
         grid = {"C": list(C_GRID), "gamma": [f * base for f in GAMMA_FACTORS]}
-        search = GridSearchCV(SVC(), grid, refit=False,
-                              cv=StratifiedKFold(n_folds, shuffle=True, random_state=seed))
-        params = search.fit(x, y).best_params_
+        params = GridSearchCV(SVC(), grid, refit=False, cv=folds).fit(x, y).best_params_
     if classes.size == 2:
         return SVC(**params).fit(x, y)
     # More than two classes: one machine per class against the rest, with the

@@ -220,6 +220,73 @@ def subsample_graph(affinity, z_sub, batch_size):
     return affinity.for_full_data(len(z_sub), batch_size).kernel_matrix(tf.constant(z_sub))
 
 
+def label_subsample(labels, size, seed):
+    """The sorted rows of a subsample of ``size`` points (of ``labels``, -1:
+    unknown) that holds every labeled point it has room for, the rest drawn
+    at random: the points ``label_targets`` and ``check_label_classifier``
+    solve the graph on. The same rows for the same ``seed``."""
+    labeled = np.flatnonzero(labels >= 0)
+    rng = np.random.default_rng(seed)
+    rows = rng.permutation(labeled)[:size]
+    unlabeled = np.flatnonzero(labels < 0)
+    return np.sort(np.r_[rows, rng.choice(unlabeled, size - len(rows), replace=False)])
+
+
+def check_label_classifier(affinity, z, labels, *, batch_size, seed=0):
+    """Whether the label classifier knows more than the graph: its held-out
+    accuracy on the labeled points against the graph's, on the same folds.
+
+    The classifier of the labels alone (``affinity.label_classifier_``, set
+    by ``fit_labels``) reshapes the graph where it is confident. Where the
+    graph already tells the classes apart better than that classifier, the
+    reshaping can only carry the classifier's errors into it. So both are
+    asked for the labels they did not see: over stratified folds drawn as
+    those the classifier's C and gamma were chosen on
+    (``labelscores.label_folds``), the classifier refitted on the other folds with those C and gamma, and
+    Poisson learning (``spectral.poisson_labels``) on the graph the
+    minibatches sample, without the classifier, on a subsample that holds
+    the labeled points (``label_subsample``), with the other folds' labels
+    as sources. A point no label reaches counts as wrong. The classifier's
+    score is optimistic (its C and gamma were chosen on the same folds), and
+    it is kept only where it is strictly better: ``keep`` is
+    ``classifier > graph``; otherwise the graph already holds what it knows.
+
+    ``z`` are the rows ``fit_labels`` was given and ``labels`` theirs (-1:
+    unknown). Returns None when there is nothing to check (no classifier,
+    or a class with a single label, where there are no folds), else a dict:
+    ``classifier`` and ``graph`` (held-out accuracies), ``labeled`` (the
+    labeled points asked) and ``keep``.
+    """
+    from sklearn.base import clone
+
+    from .labelscores import label_folds
+
+    classifier = getattr(affinity, "label_classifier_", None)
+    labels = np.asarray(labels)
+    folds = None if classifier is None else label_folds(labels[labels >= 0], seed)
+    if folds is None:
+        return None
+    size = subsample_size(len(z), batch_size)
+    plain = affinity.for_full_data(size, batch_size)
+    plain.forget_labels()  # the graph as it is without the classifier
+    rows = label_subsample(labels, size, seed)
+    e = plain.embed_all(np.asarray(z)[rows])
+    w = plain.kernel_matrix(tf.constant(e)).numpy()
+    sub = labels[rows]
+    labeled = np.flatnonzero(sub >= 0)
+    k = int(labels.max()) + 1
+    right = {"classifier": 0, "graph": 0}
+    for train, test in folds.split(labeled, sub[labeled]):
+        fold = clone(classifier).fit(e[labeled[train]], sub[labeled[train]])
+        right["classifier"] += int(np.sum(fold.predict(e[labeled[test]]) == sub[labeled[test]]))
+        hidden = sub.copy()
+        hidden[labeled[test]] = -1
+        right["graph"] += int(np.sum(poisson_labels(w, hidden, k)[labeled[test]]
+                                     == sub[labeled[test]]))
+    out = {name: round(count / labeled.size, 4) for name, count in right.items()}
+    return {**out, "labeled": int(labeled.size), "keep": right["classifier"] > right["graph"]}
+
+
 def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=None):
     """The class targets of the label term (``losses.label_loss``), (n, k)
     one-hot rows: the labeled points' own classes; on the unlabeled points of
@@ -251,11 +318,7 @@ def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=
     targets = np.zeros((n, k), np.float32)
     labeled = np.flatnonzero(labels >= 0)
     targets[labeled, labels[labeled]] = 1.0
-    size = subsample_size(n, batch_size)
-    rng = np.random.default_rng(seed)
-    rows = rng.permutation(labeled)[:size]
-    unlabeled = np.flatnonzero(labels < 0)
-    rows = np.sort(np.r_[rows, rng.choice(unlabeled, size - len(rows), replace=False)])
+    rows = label_subsample(labels, subsample_size(n, batch_size), seed)
     if (labels[rows] < 0).any():
         w = subsample_graph(affinity, z_train[rows], batch_size)
         classes = poisson_labels(w.numpy(), labels[rows], k)  # labeled rows keep theirs
