@@ -702,6 +702,7 @@ def cmd_mnist(args):
         trials.append({"fraction": fraction, "commit": started, "labeled": r.get("labeled", 0),
                        **{k: round(r[k], 4) for k in ("acc", "nmi", "kmeans_acc", "kmeans_nmi")},
                        **{k: round(r[k], 4) for k in MNIST_REFERENCES if k in r},
+                       **({"label_check": r["label_check"]} if "label_check" in r else {}),
                        "epochs": r["epochs"], "seconds": r["seconds"],
                        "peak_rss_gib": r["peak_rss_gib"], "run": out})
         print(json.dumps(trials[-1]), flush=True)
@@ -831,15 +832,20 @@ def cmd_table(args):
         # labeled run; with --exact-knn, the run's own graph on all points.
         refs = [(key, name) for key, name in MNIST_REFERENCES.items()
                 if any(key in t for t in record["trials"])]
+        checked = any("label_check" in t for t in record["trials"])  # newer still
         print("| labeled fraction | labeled points | ACC | NMI | k-means ACC (codes) "
               + "".join(f"| {name} " for _, name in refs)
+              + "| held-out labels right: classifier / graph (reshaped?) " * checked
               + "| epochs | Siamese s | spectral s | total min | total s × GFLOP/s / 1000 |\n|"
-              + " --- |" * (10 + len(refs)))
+              + " --- |" * (10 + len(refs) + checked))
         for t in record["trials"]:
             s = t["seconds"]
+            c = t.get("label_check")
             print(f"| {t['fraction']:g} | {t['labeled']} | {t['acc']:.4f} | {t['nmi']:.4f} "
                   f"| {t['kmeans_acc']:.4f} "
                   + "".join(f"| {t[key]:.4f} " if key in t else "| – " for key, _ in refs)
+                  + (("| – " if c is None else f"| {c['classifier']:.4f} / {c['graph']:.4f} "
+                      f"({'yes' if c['keep'] else 'no'}) ") if checked else "")
                   + f"| {t['epochs']} | {s.get('siamese', 0):.0f} "
                   f"| {s['spectral']:.0f} | {s['total'] / 60:.1f} | {s['total'] * rate / 1000:.0f} |")
         return

@@ -90,7 +90,9 @@ class GaussianAffinity(BaseEstimator):
         coordinates (``labelscores.LabelScores``; ``scale`` is the kernel
         width): pairs the classifier confidently puts on opposite sides lose
         their edge, so the labels can win where the graph joins the classes.
-        0 leaves the graph as it is.
+        0 leaves the graph as it is. ``SpectralNet`` keeps the classifier
+        only where it beats the graph on held-out labels (its
+        ``label_check_``).
     n_scale_batches : int, default=10
         Random batches over which the global median is taken.
 

@@ -5,16 +5,20 @@ gives, and how the estimator uses them."""
 import numpy as np
 import pytest
 import tensorflow as tf
+from sklearn.model_selection import StratifiedKFold
+from sklearn.svm import SVC
 
 from spectralnet_tf import SpectralNet, acc
 from spectralnet_tf.affinity import FullGaussianAffinity, GaussianKNNAffinity
 from spectralnet_tf.datasets import rings
 from spectralnet_tf.labelscores import (C_GRID, GAMMA_FACTORS, LabelScores, decision_columns,
                                         fit_label_classifier, kernel_width)
+from spectralnet_tf.spectral import poisson_labels
+from spectralnet_tf.train import check_label_classifier
 
 
-def _rings(n=400, noise=0.05, seed=0):
-    x, y = rings(n, noise=noise, seed=seed, radii=(1.0, 2.0))
+def _rings(n=400, noise=0.05, seed=0, outer=2.0):
+    x, y = rings(n, noise=noise, seed=seed, radii=(1.0, outer))
     return x.astype(np.float32), y.astype(np.int64)
 
 
@@ -144,14 +148,62 @@ def test_the_affinity_refits_its_classifier_on_its_own_embedding():
     assert twice.embedder() is None
 
 
+def _checked(x, known, seed=0):
+    aff = GaussianKNNAffinity().fit(x, batch_size=360, seed=seed)
+    aff.fit_labels(x, known, x, seed=seed)
+    return aff, check_label_classifier(aff, x, known, batch_size=360, seed=seed)
+
+
+def test_the_check_scores_classifier_and_graph_on_the_classifiers_folds():
+    """Held-out accuracy of the classifier refitted on the other folds with
+    its C and gamma, and of Poisson learning on the graph without it, over
+    the folds the classifier was tuned on: recomputed here by hand."""
+    x, y = _rings(noise=0.11, outer=1.5)  # noisy rings the graph joins
+    known = _partial(y)
+    aff, check = _checked(x, known, seed=3)
+    lab = np.flatnonzero(known >= 0)
+    plain = GaussianKNNAffinity().fit(x, batch_size=360, seed=3).for_full_data(400, 360)
+    w = plain.kernel_matrix(tf.constant(x)).numpy()  # n < a subsample: every point, in order
+    svm = aff.label_classifier_
+    right = {"classifier": 0, "graph": 0}
+    folds = StratifiedKFold(5, shuffle=True, random_state=3)  # 20 labels of each class
+    for train, test in folds.split(lab, known[lab]):
+        fold = SVC(C=svm.C, gamma=svm.gamma).fit(x[lab[train]], known[lab[train]])
+        right["classifier"] += (fold.predict(x[lab[test]]) == known[lab[test]]).sum()
+        hidden = known.copy()
+        hidden[lab[test]] = -1
+        right["graph"] += (poisson_labels(w, hidden, 2)[lab[test]] == known[lab[test]]).sum()
+    assert check == {"classifier": round(right["classifier"] / 40, 4),
+                     "graph": round(right["graph"] / 40, 4), "labeled": 40,
+                     "keep": bool(right["classifier"] > right["graph"])}
+    assert check["keep"]  # here the classifier knows the rings better than the graph
+
+
+def test_the_check_keeps_the_classifier_only_where_it_beats_the_graph():
+    """Far-apart rings: the graph alone gets every held-out label, as the
+    classifier does, so the graph is left as it is. No check without a
+    classifier, or with a class of a single label (no folds)."""
+    x, y = _rings()
+    _, check = _checked(x, _partial(y))
+    assert check["classifier"] == check["graph"] == 1.0 and not check["keep"]
+    aff = GaussianKNNAffinity(label_strength=0.0).fit(x, batch_size=360)
+    assert check_label_classifier(aff.fit_labels(x, _partial(y), x), x, _partial(y),
+                                  batch_size=360) is None
+    one = np.full_like(y, -1)
+    one[[0, 1, 2]] = y[[0, 1, 2]]
+    one[np.flatnonzero(y != y[0])[0]] = 1 - y[0]
+    assert check_label_classifier(_checked(x, one)[0], x, one, batch_size=360) is None
+
+
 FAST = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=5, random_state=0)
 
 
 @pytest.mark.slow  # five fits
 def test_fit_extends_the_affinity_only_with_labels_of_two_classes_and_a_strength():
-    x, y = _rings(n=300)
+    x, y = _rings(n=300, noise=0.11, outer=1.5)  # the classifier beats the graph here
     known = _partial(y)
     net = SpectralNet(2, **FAST).fit(x, partial_labels=known)
+    assert net.label_check_["keep"]
     scores = net.affinity_.label_scores_
     assert isinstance(scores, LabelScores) and net.affinity_.embedder() is scores
     assert net.affinity_.embedding is None  # a parameter: fit leaves it as it was
@@ -164,8 +216,12 @@ def test_fit_extends_the_affinity_only_with_labels_of_two_classes_and_a_strength
     for params, labels in (({"affinity__label_strength": 0.0}, known), ({}, None), ({}, y)):
         net.set_params(**params).fit(x, partial_labels=labels)
         assert net.affinity_.embedder() is None
-        assert not hasattr(net.affinity_, "label_scores_")
+        assert not hasattr(net.affinity_, "label_scores_") and net.label_check_ is None
         net.set_params(affinity__label_strength=8.0)
+    # Where the graph alone gets the held-out labels as well, it stays as it is.
+    far, far_y = _rings(n=300)
+    net.fit(far, partial_labels=_partial(far_y))
+    assert not net.label_check_["keep"] and net.affinity_.embedder() is None
     with pytest.raises(ValueError, match=r"label_strength must be a number >= 0, got "
                                          r"label_strength=-1"):
         SpectralNet(2).set_params(affinity__label_strength=-1).fit(x, partial_labels=known)

@@ -66,6 +66,14 @@ def test_mnist_table_shows_the_references_a_record_has(tmp_path, capsys):
     assert "| 0.01 | 711 | 0.9844 | 0.9500 | 0.8671 | 0.9811 | 0.9705 | 0.9851 | 30 | 100 |" in out
     assert "| 0 | 0 | 0.9718 | 0.9500 | 0.8671 | – | 0.9722 | – | 30 | 100 | 110 | 4.0 | 48 |" in out
     assert out.count(" --- |") == 13
+    # The label classifier's check, once a run has one.
+    trials[0]["label_check"] = {"classifier": 0.93, "graph": 0.9714, "labeled": 70, "keep": False}
+    record.write_text(json.dumps({**json.loads(record.read_text()), "trials": trials}))
+    semisup.main(["table", str(record)])
+    out = capsys.readouterr().out
+    assert ("| 0.9811 | 0.9705 | 0.9851 | 0.9300 / 0.9714 (no) | 30 |") in out
+    assert "| 0.9722 | – | – | 30 | 100 | 110 | 4.0 | 48 |" in out
+    assert out.count(" --- |") == 14
 
 
 def test_rayleigh_is_the_cut_cost_of_a_split():
@@ -258,6 +266,40 @@ def test_targets_scores_each_solver_on_the_reshaped_graph_and_renders(tmp_path, 
         hit = int(trial["solver_acc"][solver] >= trial["target"])
         assert f"| 0.05 | {solver} | {hit} of 1 |" in out
         assert f"| all | {solver} | {hit} of 1 |" in out
+
+
+@pytest.mark.research
+def test_gate_solves_on_the_graph_the_check_leaves_and_renders(tmp_path, load_script):
+    from harness.semisup import rings_and_labels, sampled_affinity
+    from spectralnet_tf.metrics import acc
+    from spectralnet_tf.spectral import poisson_labels
+    from spectralnet_tf.train import check_label_classifier
+
+    semisup = load_script("semisup")
+    semisup.main(["gate", "--n", "300", "--settings", "1.5/0.1", "2.0/0.08", "--seeds", "0",
+                  "--fractions", "0.05", "--results", str(tmp_path)])
+    (path,) = tmp_path.glob("*gate*.json")
+    record = json.loads(path.read_text())
+    kept = []
+    for trial, r2, noise in zip(record["trials"], (1.5, 2.0), (0.1, 0.08)):
+        x, y, known = rings_and_labels(300, r2, noise, 0, 0.05)
+        x = x.astype(np.float32)
+        aff, m = sampled_affinity(x, 0, known, record["strength"])
+        assert trial["check"] == check_label_classifier(aff, x, known, batch_size=m, seed=0)
+        reshaped = acc(y, poisson_labels(aff.for_full_data(300, m).graph(x), known, 2))
+        aff.forget_labels()
+        plain = acc(y, poisson_labels(aff.for_full_data(300, m).graph(x), known, 2))
+        keep = trial["check"]["keep"]
+        assert trial["solver_acc"] == {"reshaped": round(reshaped, 4),
+                                       "checked": round(reshaped if keep else plain, 4)}
+        kept.append(keep)
+    assert kept == [True, False]  # noisy rings: the classifier; far-apart ones: the graph
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
+                          str(path)], capture_output=True, text=True, check=True).stdout
+    hits = {g: sum(t["solver_acc"][g] >= t["target"] for t in record["trials"])
+            for g in ("reshaped", "checked")}
+    assert f"| 0.05 | always reshaped | {hits['reshaped']} of 2 |" in out
+    assert f"| all | checked (1 dropped) | {hits['checked']} of 2 |" in out
 
 
 @pytest.mark.slow  # a harness command end to end (about 10 s)
