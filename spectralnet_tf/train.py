@@ -240,13 +240,15 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0):
     by ``fit_labels``) reshapes the graph where it is confident. Where the
     graph already tells the classes apart better than that classifier, the
     reshaping can only carry the classifier's errors into it. So both are
-    asked for the labels they did not see: over stratified folds drawn as
-    those the classifier's C and gamma were chosen on
-    (``labelscores.label_folds``), the classifier refitted on the other folds with those C and gamma, and
-    Poisson learning (``spectral.poisson_labels``) on the graph the
+    asked for the labels they did not see. The graph is the one the
     minibatches sample, without the classifier, on a subsample that holds
-    the labeled points (``label_subsample``), with the other folds' labels
-    as sources. A point no label reaches counts as wrong. The classifier's
+    the labeled points (``label_subsample``). Over stratified folds of its
+    labeled points, drawn as those the classifier's C and gamma were chosen
+    on (``labelscores.label_folds``), the classifier is refitted on the
+    other folds with those C and gamma, and Poisson learning
+    (``spectral.poisson_labels``) takes the other folds' labels as sources;
+    each predicts the held-out fold. A point no label reaches counts as
+    wrong. The classifier's
     score is optimistic (its C and gamma were chosen on the same folds), and
     it is kept only where it is strictly better: ``keep`` is
     ``classifier > graph``; otherwise the graph already holds what it knows.
@@ -262,18 +264,20 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0):
     from .labelscores import label_folds
 
     classifier = getattr(affinity, "label_classifier_", None)
-    labels = np.asarray(labels)
-    folds = None if classifier is None else label_folds(labels[labels >= 0], seed)
-    if folds is None:
+    if classifier is None:
         return None
+    labels = np.asarray(labels)
     size = subsample_size(len(z), batch_size)
-    plain = affinity.for_full_data(size, batch_size)
-    plain.forget_labels()  # the graph as it is without the classifier
     rows = label_subsample(labels, size, seed)
-    e = plain.embed_all(np.asarray(z)[rows])
-    w = plain.kernel_matrix(tf.constant(e)).numpy()
     sub = labels[rows]
     labeled = np.flatnonzero(sub >= 0)
+    folds = label_folds(sub[labeled], seed)
+    if folds is None:
+        return None
+    plain = affinity.for_full_data(size, batch_size)
+    plain.forget_labels()  # the graph as it is without the classifier
+    e = plain.embed_all(np.asarray(z)[rows])
+    w = plain.kernel_matrix(tf.constant(e)).numpy()
     k = int(labels.max()) + 1
     right = {"classifier": 0, "graph": 0}
     for train, test in folds.split(labeled, sub[labeled]):
