@@ -248,14 +248,15 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0):
     other folds with those C and gamma, and Poisson learning
     (``spectral.poisson_labels``) takes the other folds' labels as sources;
     each predicts the held-out fold. A point no label reaches counts as
-    wrong. The classifier's
-    score is optimistic (its C and gamma were chosen on the same folds), and
-    it is kept only where it is strictly better: ``keep`` is
-    ``classifier > graph``; otherwise the graph already holds what it knows.
+    wrong. The classifier's score is optimistic (its C and gamma were chosen
+    on the same folds), and it is kept only where it is strictly better:
+    ``keep`` is ``classifier > graph``; otherwise the graph already holds
+    what it knows.
 
     ``z`` are the rows ``fit_labels`` was given and ``labels`` theirs (-1:
     unknown). Returns None when there is nothing to check (no classifier,
-    or a class with a single label, where there are no folds), else a dict:
+    or a class with a single label in the subsample, where there are no
+    folds), else a dict:
     ``classifier`` and ``graph`` (held-out accuracies), ``labeled`` (the
     labeled points asked) and ``keep``.
     """
