@@ -630,7 +630,7 @@ def run(job, out, resume=False, write=True):
     if "init_seconds" in net.history_:  # --init spectral, before the epochs
         seconds["warm_start"] = round(net.history_["init_seconds"], 3)
     results.update(acc=acc(y, net.labels_), nmi=nmi(y, net.labels_))
-    if getattr(net, "label_check_", None) is not None:  # did the label classifier reshape the graph
+    if net.label_check_ is not None:  # did the label classifier reshape the graph
         results["label_check"] = net.label_check_
     # The partition's shape beside its ACC: a cluster twice a class's size is
     # two classes merged, whatever the matching made of them.

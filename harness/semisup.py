@@ -153,7 +153,7 @@ def trial(n, r2, noise, seed, fraction, params):
            "seconds": round(time.perf_counter() - start, 1),
            "epochs": len(net.history_["loss"]),
            "final_val_loss": round(net.history_["val_loss"][-1], 5)}
-    if getattr(net, "label_check_", None) is not None:  # which graph the fit trained on
+    if net.label_check_ is not None:  # which graph the fit trained on
         out["label_check"] = net.label_check_
     if fraction > 0:
         # Reference, not tuned: scikit-learn's label spreading on the 10-NN graph

@@ -388,7 +388,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         and of the graph without it ("graph"), and whether the classifier
         reshaped the graph ("keep": only where it scored strictly higher).
         None where nothing was checked (no classifier, or a class with a
-        single label).
+        single label in the subsample checked). Not saved by ``save``.
     affinity_embedding_ : SiameseEmbedding, callable or None
         The fitted copy of ``affinity_embedding`` (or the callable itself).
     history_ : dict

@@ -256,9 +256,8 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0):
     ``z`` are the rows ``fit_labels`` was given and ``labels`` theirs (-1:
     unknown). Returns None when there is nothing to check (no classifier,
     or a class with a single label in the subsample, where there are no
-    folds), else a dict:
-    ``classifier`` and ``graph`` (held-out accuracies), ``labeled`` (the
-    labeled points asked) and ``keep``.
+    folds), else a dict: ``classifier`` and ``graph`` (held-out
+    accuracies), ``labeled`` (the labeled points asked) and ``keep``.
     """
     from sklearn.base import clone
 
