@@ -48,7 +48,7 @@ from spectralnet_tf.spectral import (DENSE_MAX_N, EigensolverTimeout, edge_purit
 from spectralnet_tf.streaming import Rows, is_lazy, map_batches
 from spectralnet_tf.cli import layer_widths
 from spectralnet_tf.train import GRADIENTS, INITS
-from spectralnet_tf.views import make_view
+from spectralnet_tf.views import Redraw, make_view
 
 from .configs import config_for
 from .records import peak_rss_gib
@@ -186,10 +186,11 @@ def build_parser():
                     help="MNIST: train on the 60k training split, report test_acc/test_nmi on "
                          "the 10k; Reuters: the same with a random 10%% held out; infimnist: "
                          f"on the {INFIMNIST_FRESH:,} fresh digits that follow the n")
-    mn.add_argument("--views", choices=("shift", "deform", "none"),
+    mn.add_argument("--views", choices=("shift", "deform", "redraw", "none"),
                     help="Siamese distance: also pair each point with transformed copies of "
                          "itself (shift: by up to 2 pixels; deform: infinite MNIST's law; "
-                         "none: no views). Default: shift for mnist, deform for infimnist")
+                         "redraw: that law drawn afresh on an infinite MNIST digit's source; "
+                         "none: no views). Default: shift for mnist, redraw for infimnist")
     mn.add_argument("--n-views", type=POSITIVE_INT, dest="siamese_n_views",
                     help="view positives per point (default: as many as the neighbour "
                          "positives, --siamese-nbrs)")
@@ -290,6 +291,8 @@ def build_config(args):
                                 if getattr(args, flag) is not None})
         if args.views is not None:
             embedding.set_params(views=None if args.views == "none" else args.views)
+        if embedding.views == "redraw" and args.data_dir:  # the sources from the data's folder
+            embedding.set_params(views=Redraw(data_dir=args.data_dir))
     elif args.views not in (None, "none") or args.siamese_n_views is not None:
         flag = f"--views {args.views}" if args.views else f"--n-views {args.siamese_n_views}"
         raise UsageError(f"{flag} pairs views in the Siamese distance; it needs --affinity "

@@ -27,7 +27,7 @@ from .atomic import atomic_directory, atomic_file, publish
 from .centroids import centroid_distances, nearest_centroid
 from .nclusters import Eigengap
 from .siamese import SiameseEmbedding
-from .views import Deform, Shift
+from .views import Deform, Redraw, Shift
 
 SIGNATURE = "serving_default"
 EMBEDDER_FILE = "embedder.keras"
@@ -172,7 +172,7 @@ def write_models_config(base_dir, serving_root=DEFAULT_SERVING_ROOT):
 #: The parts saved by class name and parameters (estimator.json, format 3).
 PART_CLASSES = {cls.__name__: cls for cls in (GaussianKNNAffinity, FullGaussianAffinity,
                                              PrecomputedAffinity, SiameseEmbedding, Eigengap,
-                                             Shift, Deform)}
+                                             Shift, Deform, Redraw)}
 #: Format 2 (flat parameters): SpectralNet's siamese_* and neighbors, now
 #: SiameseEmbedding's; n_nbrs, scale_nbr, scale, now the affinity's.
 V2_SIAMESE = ("hidden_units", "output_activation", "n_nbrs", "positives_per_point", "batch_size",
@@ -241,7 +241,7 @@ def save_estimator(estimator, path):
         raise ValueError(
             "Saving an estimator whose SiameseEmbedding has a views callable of your own is "
             f"not supported (its parameters are stored as JSON), got views={views!r}; "
-            "views='shift' or 'deform', or a views.Shift or views.Deform, save."
+            "views='shift', 'deform' or 'redraw', or a views.Shift, Deform or Redraw, save."
         )
     affinity = params["affinity"]
     if not isinstance(affinity, str) and getattr(affinity, "embedding", None) is not None:

@@ -10,13 +10,15 @@ that maps rows ``x`` (m, d) of the input, their row numbers ``index`` (m,)
 and an integer ``seed`` to transformed rows of the same shape, each row a
 function of (its row of ``x``, its index, the seed) alone: the same
 whichever other rows come with it, so that views of millions of rows can be
-made a chunk at a time and made again. Two ship here:
+made a chunk at a time and made again. Three ship here:
 
 - ``Shift``: a translation by whole pixels with zero fill (MNIST: up to 2,
   in each direction, as in Sabour, Frosst & Hinton 2017, "Dynamic Routing
   Between Capsules");
 - ``Deform``: infinite MNIST's own deformation law (``infimnist``), the law
-  that made its deformed digits.
+  that made its deformed digits;
+- ``Redraw``: that law drawn afresh on an infinite MNIST row's source digit,
+  another digit the data set could have made from the same source.
 
 ``ViewRows`` is the views of a whole row source, generated when sliced, so
 that an encoder maps them a chunk at a time as it maps the data.
@@ -49,6 +51,16 @@ def _check_call(x, index, seed):
             and 0 <= seed < SEED_LIMIT):
         raise ValueError(f"seed must be an integer in [0, {SEED_LIMIT - 1}], got seed={seed!r}.")
     return x, index, int(seed)
+
+
+def _check_digits(view, x, index, seed):
+    """``_check_call``, and rows of 28x28 pixels (the deformation law's)."""
+    x, index, seed = _check_call(x, index, seed)
+    width = infimnist.SIDE * infimnist.SIDE
+    if x.shape[1] != width:
+        raise ValueError(f"{view} warps 28x28 digits: rows of {width} pixels, got "
+                         f"{x.shape[1]}.")
+    return x, index, seed
 
 
 def row_uniforms(index, seed, draws):
@@ -139,11 +151,7 @@ class Deform(BaseEstimator):
     draw a block of rows at a time. Rows are 28x28 images in [0, 1]."""
 
     def __call__(self, x, index, seed):
-        x, index, seed = _check_call(x, index, seed)
-        width = infimnist.SIDE * infimnist.SIDE
-        if x.shape[1] != width:
-            raise ValueError(f"Deform warps 28x28 digits: rows of {width} pixels, got "
-                             f"{x.shape[1]}.")
+        x, index, seed = _check_digits("Deform", x, index, seed)
         def deformation_of(rows, basis):
             count = infimnist.draws_per_digit(basis)
             draws = _normal_then_uniform(row_uniforms(index[rows], seed, count),
@@ -151,6 +159,62 @@ class Deform(BaseEstimator):
             return infimnist.deformation_from_draws(draws, basis)
 
         return infimnist.warp_in_chunks(x, deformation_of)
+
+
+class Redraw(BaseEstimator):
+    """Infinite MNIST's deformation law drawn afresh on each row's source
+    digit. Row i of infinite MNIST shows MNIST digit ``source_index(i)``,
+    itself or deformed; its view is that source deformed by the draws
+    ``Deform`` takes for (i, seed): another digit the generator could have
+    made from the same source. ``Deform`` deforms the row itself, so a
+    deformed digit's view is a digit deformed twice, which the data set's law
+    never makes. For MNIST's own digits (i < 70,000) the two are the same.
+
+    The rows must be infinite MNIST's, numbered from its index 0
+    (``datasets.infimnist`` with ``start=0``): a row's number names its
+    source. Only MNIST's own rows are read, to check that they are.
+
+    Parameters
+    ----------
+    data_dir : str or None, default=None
+        The folder of ``mnist.npz``, as ``datasets.mnist`` takes it (None:
+        ``$SPECTRALNET_DATA_DIR``), read at the first call.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectralnet_tf.datasets import infimnist
+    >>> from spectralnet_tf.views import Redraw
+    >>> x, _ = infimnist(n=70_100)  # MNIST's digits, then 100 deformed ones
+    >>> Redraw()(x[70_000:], np.arange(70_000, 70_100), seed=0).shape
+    (100, 784)
+    """
+
+    def __init__(self, data_dir=None):
+        self.data_dir = data_dir
+
+    def __call__(self, x, index, seed):
+        x, index, seed = _check_digits("Redraw", x, index, seed)
+        images = self._images()
+        own = index < infimnist.N_ORIGINAL
+        if not np.array_equal(x[own], images[index[own]]):
+            raise ValueError("Redraw needs infinite MNIST's rows numbered from its index 0: "
+                             "rows numbered below 70,000 must be MNIST's digits of that "
+                             "number, and some are not.")
+        return Deform()(images[infimnist.source_index(index)], index, seed)
+
+    def _images(self):
+        """MNIST's 70,000 digits, read once and kept (not a parameter, not pickled)."""
+        if getattr(self, "_sources", None) is None:
+            from .datasets import mnist  # datasets reads files; views need it only here
+
+            self._sources = mnist(data_dir=self.data_dir)[0]
+        return self._sources
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_sources", None)
+        return state
 
 
 def _normal_then_uniform(u, normals):
@@ -165,11 +229,12 @@ def _normal_then_uniform(u, normals):
 
 
 #: The views the command line names.
-VIEWS = {"shift": Shift, "deform": Deform}
+VIEWS = {"shift": Shift, "deform": Deform, "redraw": Redraw}
 
 
 def make_view(view):
-    """A view from a name of ``VIEWS`` ("shift", "deform"), or a callable as it is."""
+    """A view from a name of ``VIEWS`` ("shift", "deform", "redraw"), or a
+    callable as it is."""
     if isinstance(view, str) and view in VIEWS:
         return VIEWS[view]()
     if callable(view):

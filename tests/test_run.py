@@ -87,7 +87,7 @@ def test_flags_override_the_dataset_config():
     assert flat(infi) == {**flat(lean),
                           "steps_per_epoch": 61, "affinity_embedding__steps_per_epoch": 1107,
                           "max_epochs": 60, "affinity_embedding__max_epochs": 60,
-                          "affinity_embedding__views": "deform",
+                          "affinity_embedding__views": "redraw",
                           "affinity_embedding__max_samples": 70_000}
     drawn = cli.build_config(cli.parse_args(["--dset", "mnist", "--siamese-max-samples", "500"]))
     assert drawn["affinity_embedding"].max_samples == 500

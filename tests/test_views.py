@@ -1,12 +1,18 @@
 """Views: transformed copies of a point as Siamese positives (``views``)."""
 
+import os
+
 import numpy as np
 import pytest
 
 from spectralnet_tf.infimnist import SIDE
 from spectralnet_tf.siamese import SiameseEmbedding, make_pairs
 from spectralnet_tf.streaming import LazyRows
-from spectralnet_tf.views import Deform, Shift, ViewRows, make_view, row_uniforms, view_seeds
+from spectralnet_tf.views import (Deform, Redraw, Shift, ViewRows, make_view, row_uniforms,
+                                  view_seeds)
+
+needs_mnist = pytest.mark.skipif(
+    not os.environ.get("SPECTRALNET_DATA_DIR"), reason="needs SPECTRALNET_DATA_DIR (mnist.npz)")
 
 
 def digits(n, seed=0):
@@ -198,6 +204,36 @@ def test_deform_draws_no_block_stream_and_keeps_the_data_sets_law(monkeypatch):
     assert abs(out.sum(1).mean() / same_law.sum(1).mean() - 1) < 0.01
 
 
+@needs_mnist
+def test_redraw_views_are_the_law_drawn_afresh_on_each_rows_source():
+    from spectralnet_tf import infimnist
+    from spectralnet_tf.datasets import infimnist as load
+
+    x, _ = load(n=72_000)
+    index = np.arange(70_000, 72_000)  # deformations of training digits 0..1,999
+    rows, sources = x[70_000:], x.images[infimnist.source_index(index)]
+    views = Redraw()(rows, index, 3)
+    # Each view is made from its row's source, by Deform's draws for (row, seed):
+    # reproducible from (index, seed) alone, whatever rows come with it.
+    np.testing.assert_array_equal(views, Deform()(sources, index, 3))
+    np.testing.assert_array_equal(Redraw()(rows[7:8], index[7:8], 3), views[7:8])
+    # So a view is as far from its source as the data set's own deformations
+    # are (squared pixel distance), where Deform's view of a deformed digit,
+    # deformed twice, lies farther.
+    def dist(a):
+        return ((a - sources) ** 2).sum(1).mean()
+    assert abs(dist(views) / dist(rows) - 1) < 0.05
+    assert dist(Deform()(rows, index, 3)) > 1.1 * dist(rows)
+    # MNIST's own digits are their own sources: there the two views agree.
+    np.testing.assert_array_equal(Redraw()(x[:5], np.arange(5), 3),
+                                  Deform()(x[:5], np.arange(5), 3))
+    with pytest.raises(ValueError, match="Redraw needs infinite MNIST's rows numbered from its "
+                                         "index 0"):
+        Redraw()(x[1:3], np.arange(2), 3)  # digits 1 and 2 numbered as 0 and 1
+    with pytest.raises(ValueError, match="Redraw warps 28x28 digits: rows of 784 pixels, got 64"):
+        Redraw()(np.zeros((2, 64)), np.arange(2), 0)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: Shift()(np.zeros((2, 10)), np.arange(2), 0),
      "Shift needs square images: rows of side\\*\\*2 pixels, got 10 columns"),
@@ -212,7 +248,8 @@ def test_deform_draws_no_block_stream_and_keeps_the_data_sets_law(monkeypatch):
     (lambda: Shift()(np.zeros((2, 16)), np.arange(3), 0),
      r"got x.shape=\(2, 16\) and index.shape=\(3,\)"),
     (lambda: make_view("rotate"),
-     r"views must be one of \('shift', 'deform'\) or a callable view\(x, index, seed\), "
+     r"views must be one of \('shift', 'deform', 'redraw'\) or a callable "
+     r"view\(x, index, seed\), "
      r"got views='rotate'"),
     (lambda: SiameseEmbedding(views="shift", n_views=0).check_params(),
      "n_views must be an integer >= 1, got n_views=0"),
