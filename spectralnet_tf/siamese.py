@@ -330,13 +330,14 @@ class SiameseEmbedding(BaseEstimator):
     neighbors : {"auto", "exact", "annoy"}, default="auto"
         Nearest-neighbour backend for the pairs: exact (scikit-learn) up to
         20,000 points, annoy above.
-    views : {"shift", "deform"}, callable or None, default=None
+    views : {"shift", "deform", "redraw"}, callable or None, default=None
         A transformation the classes are known to survive (``views``): each
         point is paired, as a positive, with ``n_views`` transformed copies
         of itself, so that the learned distance ignores it. A callable
         ``view(x, index, seed)`` maps input rows, their row numbers and a
         seed to transformed rows, each a function of (row, index, seed)
-        alone. "shift": ``views.Shift()``, "deform": ``views.Deform()``.
+        alone. "shift": ``views.Shift()``, "deform": ``views.Deform()``,
+        "redraw": ``views.Redraw()`` (infinite MNIST's rows only).
         Views transform the input: under ``SpectralNet(encoder=...)`` they
         are encoded like the points.
     n_views : int or "auto", default="auto"

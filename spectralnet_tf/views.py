@@ -29,7 +29,7 @@ import math
 import keras
 import numpy as np
 import tensorflow as tf
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 
 from . import infimnist
 from .checks import check_int
@@ -196,15 +196,17 @@ class Redraw(BaseEstimator):
     def __call__(self, x, index, seed):
         x, index, seed = _check_digits("Redraw", x, index, seed)
         images = self._images()
-        own = index < infimnist.N_ORIGINAL
-        if not np.array_equal(x[own], images[index[own]]):
-            raise ValueError("Redraw needs infinite MNIST's rows numbered from its index 0: "
-                             "rows numbered below 70,000 must be MNIST's digits of that "
-                             "number, and some are not.")
+        own = np.flatnonzero(index < infimnist.N_ORIGINAL)
+        wrong = own[(x[own] != images[index[own]]).any(axis=1)]
+        if len(wrong):
+            raise ValueError(f"Redraw needs infinite MNIST's rows numbered from its index 0: "
+                             f"a row numbered below {infimnist.N_ORIGINAL:,} is MNIST's digit "
+                             f"of that number, but the row with index={index[wrong[0]]} is not.")
         return Deform()(images[infimnist.source_index(index)], index, seed)
 
     def _images(self):
-        """MNIST's 70,000 digits, read once and kept (not a parameter, not pickled)."""
+        """MNIST's 70,000 digits, read at the first call and kept by this
+        object (not a parameter, not pickled; ``make_view`` hands out copies)."""
         if getattr(self, "_sources", None) is None:
             from .datasets import mnist  # datasets reads files; views need it only here
 
@@ -233,10 +235,14 @@ VIEWS = {"shift": Shift, "deform": Deform, "redraw": Redraw}
 
 
 def make_view(view):
-    """A view from a name of ``VIEWS`` ("shift", "deform", "redraw"), or a
-    callable as it is."""
+    """A view from a name of ``VIEWS`` ("shift", "deform", "redraw"); a copy
+    of one of their objects (``clone``), so that what a view keeps while
+    making views (``Redraw``'s source digits) does not stay on the
+    parameter; or any other callable as it is."""
     if isinstance(view, str) and view in VIEWS:
         return VIEWS[view]()
+    if isinstance(view, tuple(VIEWS.values())):
+        return clone(view)
     if callable(view):
         return view
     raise ValueError(f"views must be one of {tuple(VIEWS)} or a callable view(x, index, seed), "

@@ -1,5 +1,6 @@
 """Views: transformed copies of a point as Siamese positives (``views``)."""
 
+import json
 import os
 
 import numpy as np
@@ -228,10 +229,25 @@ def test_redraw_views_are_the_law_drawn_afresh_on_each_rows_source():
     np.testing.assert_array_equal(Redraw()(x[:5], np.arange(5), 3),
                                   Deform()(x[:5], np.arange(5), 3))
     with pytest.raises(ValueError, match="Redraw needs infinite MNIST's rows numbered from its "
-                                         "index 0"):
+                                         "index 0: .* the row with index=0 is not"):
         Redraw()(x[1:3], np.arange(2), 3)  # digits 1 and 2 numbered as 0 and 1
+    # A Redraw object given as views is copied, so the digits it reads stay off the parameter.
+    given = Redraw()
+    made = make_view(given)
+    made(x[:2], np.arange(2), 0)
+    assert made is not given and made.get_params() == given.get_params()
+    assert getattr(given, "_sources", None) is None
     with pytest.raises(ValueError, match="Redraw warps 28x28 digits: rows of 784 pixels, got 64"):
         Redraw()(np.zeros((2, 64)), np.arange(2), 0)
+
+
+def test_redraw_saves_as_a_part_by_class_and_parameters():
+    from spectralnet_tf.export import part_from_json, part_to_json
+
+    saved = part_to_json(Redraw(data_dir="/data"))
+    assert saved == {"class": "Redraw", "params": {"data_dir": "/data"}}
+    loaded = part_from_json(json.loads(json.dumps(saved)))
+    assert isinstance(loaded, Redraw) and loaded.data_dir == "/data"
 
 
 @pytest.mark.parametrize("call, message", [
