@@ -522,6 +522,57 @@ def bench_kmeans_sample(args, command):
            "sample or on all", ["seed", "fitted on", "ACC", "NMI", "seconds"], rows, command)
 
 
+def bench_kmeans_rows(args, command):
+    """k-means on the spectral embedding's rows as they are, against the rows
+    scaled to unit length (Ng, Jordan & Weiss), on labelled data other than
+    MNIST: the exact embedding (the k smallest eigenvectors of the Laplacian
+    of the graph SpectralNet's minibatches sample, ``exact_reference``) of
+    scikit-learn's digits (all, and subsamples of 1,000), the illustrative
+    sets and blobs; and the trained embedding of a default fit on digits.
+    ACC of each, k-means as the package runs it (``centroids.kmeans_labels``)."""
+    from spectralnet_tf import SpectralNet
+    from spectralnet_tf.centroids import kmeans_labels
+    from spectralnet_tf.datasets import blobs, load_dataset
+    from spectralnet_tf.metrics import acc
+
+    from .reproduce import exact_reference
+
+    def unit(e):
+        return e / np.maximum(np.linalg.norm(e, axis=1, keepdims=True), 1e-12)
+
+    def trial(name, seed, x, y, k, trained=False):
+        x = np.asarray(x, np.float32)
+        net = SpectralNet(n_clusters=k, random_state=seed)
+        if trained:
+            e = net.fit(x).embedding_
+        else:
+            plan = net.plan(len(x), x.shape[1])
+            _, e, _ = exact_reference(net, net.make_affinity(), x, y, seed, plan.batch_size)
+        plain, scaled = (acc(y, kmeans_labels(v, k, seed)) for v in (e, unit(e)))
+        rows.append([name, "trained" if trained else "exact", seed, len(x), k,
+                     f"{plain:.4f}", f"{scaled:.4f}", f"{scaled - plain:+.4f}"])
+        print(rows[-1], flush=True)
+
+    rows = []
+    seeds = args.seeds
+    x, y, k = load_dataset("digits")
+    trial("digits", seeds[0], x, y, k)
+    for seed in seeds:
+        pick = np.sort(np.random.default_rng(seed).choice(len(x), 1000, replace=False))
+        trial("digits (1,000)", seed, x[pick], y[pick], k)
+    for name in ("cc", "moons", "circles", "noisy_circles", "spirals", "rings3d", "rings"):
+        for seed in seeds:
+            trial(name, seed, *load_dataset(name, seed=seed))
+    for k in (3, 5, 8):
+        for seed in seeds:
+            trial(f"blobs k={k}", seed, *blobs(k=k, seed=seed), k)
+    for seed in seeds:
+        trial("digits", seed, x, y, 10, trained=True)
+    append("k-means on the embedding's rows as they are, or scaled to unit length", [
+        "data set", "embedding", "seed", "n", "k", "ACC rows", "ACC unit rows", "difference"],
+        rows, command)
+
+
 def bench_pairs(args, command):
     """Siamese pair building (``make_pairs``, 5 neighbour positives a point,
     as the MNIST config) at growing n, per backend: annoy (what "auto" picks
@@ -571,8 +622,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=["matmul", "step", "run", "serve", "reuters-scale", "scale",
-                                    "kmeans-sample", "profile", "default-fit", "nclusters", "pairs",
-                                    "graph-sbm", "graph-knn", "report"])
+                                    "kmeans-sample", "kmeans-rows", "profile", "default-fit",
+                                    "nclusters", "pairs", "graph-sbm", "graph-knn", "report"])
     p.add_argument("--check", action="store_true",
                    help="report: exit 1 if BENCHMARKS.md or README.md is stale")
     p.add_argument("--sizes", type=int, nargs="+",
@@ -596,7 +647,8 @@ def main(argv=None):
     p.add_argument("--labeled-fraction", type=float, default=0.0,
                    help="default-fit: label each point with this probability (semi-supervised)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
-                   help="default-fit, nclusters, graph-sbm, graph-knn: the seeds (default 0 1 2)")
+                   help="default-fit, nclusters, graph-sbm, graph-knn, kmeans-rows: the seeds "
+                   "(default 0 1 2)")
     own, rest = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     args = p.parse_args(own)
     args.rest = rest  # run.py arguments, after --
@@ -612,7 +664,8 @@ def main(argv=None):
     command = "python scripts/bench.py " + " ".join(argv)
     {"matmul": bench_matmul, "step": bench_step, "run": bench_run, "serve": bench_serve,
      "reuters-scale": bench_reuters_scale, "scale": bench_scale,
-     "kmeans-sample": bench_kmeans_sample, "profile": bench_profile,
+     "kmeans-sample": bench_kmeans_sample, "kmeans-rows": bench_kmeans_rows,
+     "profile": bench_profile,
      "default-fit": bench_default_fit, "nclusters": bench_nclusters, "pairs": bench_pairs,
      "graph-sbm": bench_graph_sbm, "graph-knn": bench_graph_knn}[args.what](args, command)
     print(f"peak RSS {peak_rss_gib():.2f} GiB")
