@@ -316,11 +316,15 @@ def bench_run(args, command):
            f"{r['acc']:.4f}", f"{r['nmi']:.4f}",
            f"{r['test_acc']:.4f}" if "test_acc" in r else "",
            f"{r['test_nmi']:.4f}" if "test_nmi" in r else "",
+           f"{r['raw_rows_acc']:.4f}",
+           f"{r['raw_rows_test_acc']:.4f}" if "raw_rows_test_acc" in r else "",
            f"{r['grassmann']:.4f}" if "grassmann" in r else "",
            f"{s['total'] / 60:.1f}", f"{rate:.1f}", f"{s['total'] * rate / 200 / 60:.1f}",
            phases, f"{r['peak_rss_gib']:.2f}"]
     append("scripts/run.py", ["dataset", "space", "affinity", "n", "ACC", "NMI", "test ACC",
-                              "test NMI", "Grassmann", "total min", "matmul GFLOP/s",
+                              "test NMI", "ACC, rows as they are",
+                              "test ACC, rows as they are", "Grassmann", "total min",
+                              "matmul GFLOP/s",
                               "total min at 200 GFLOP/s", "phases", "peak RSS GiB"],
            [row], command)
 
@@ -476,6 +480,7 @@ def bench_scale(args, command):
         "peak_rss_gib": r["peak_rss_gib"], "peak_rss_gib_after": r["peak_rss_gib_after"],
         "rss_trace": trace, "acc": r["acc"], "nmi": r["nmi"],
         "kmeans_acc": r["kmeans_acc"], "kmeans_nmi": r["kmeans_nmi"],
+        "raw_rows_acc": r["raw_rows_acc"], "raw_rows_nmi": r["raw_rows_nmi"],
         **{key: r[key] for key in ("exact_acc_plain", "exact_nmi_plain", "exact_plain_timeout",
                                    "exact_eigenvalues_plain", "exact_cluster_sizes_plain",
                                    "exact_edge_purity_plain", "exact_kmeans_runs_plain",
@@ -485,6 +490,7 @@ def bench_scale(args, command):
         "epochs": r["epochs"], "iterations": r["iterations"], "config": r["config"]}
     if "test_acc" in r:
         record["fresh"] = {"n": r["n_test"], "acc": r["test_acc"], "nmi": r["test_nmi"],
+                           "raw_rows_acc": r["raw_rows_test_acc"],
                            "points_per_s": r["n_test"] / s["test"]}
     kind = args.tag or ("accept" if args.acceptance else "scale")
     save_record(f"{kind}-n{args.one}", record, group="scale")

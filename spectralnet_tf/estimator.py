@@ -19,7 +19,7 @@ from .checks import check_choice, check_int, check_positive, check_real, check_u
 from .affinity import (AFFINITIES, GaussianAffinity, PrecomputedAffinity, check_graph,
                        check_labels)
 from .checkpoint import Checkpointer, check_fingerprint, digest, fingerprint
-from .centroids import assign, fit_centroids
+from .centroids import NORMALIZE_ROWS, assign, fit_centroids
 from .export import export_saved_model, load_estimator, part_to_json, save_estimator
 from .labelscores import check_two_classes
 from .losses import LAPLACIANS
@@ -378,7 +378,17 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         with the most labeled points), so that ``labels_`` and ``predict``
         answer in the user's classes.
     cluster_centers_ : ndarray of shape (n_clusters, n_clusters)
-        k-means centroids in the embedding space, in that order.
+        k-means centroids in the embedding space, in that order: of its rows
+        scaled to unit length where ``normalize_rows_``.
+    normalize_rows_ : bool
+        Whether k-means clustered the embedding's rows scaled to unit length
+        (Ng, Jordan & Weiss), and ``predict`` and the exported model scale new
+        points' rows the same way: True for every fit
+        (``centroids.NORMALIZE_ROWS``); False for a save from before, whose
+        centroids are of the rows as they are. A group's points share a
+        direction in the spectral embedding, while their lengths carry the
+        group's size, which k-means would weigh as much. The paper's k-means
+        on the rows as they are: ``KMeans(k).fit(embedding_)``.
     affinity_ : affinity object
         The fitted copy of ``affinity`` (with its scale, and the trained
         embedding as its ``embedding``).
@@ -840,7 +850,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self.codes_ = None if self.encoder is None else Z
         embed_start = time.perf_counter()
         self.embedding_ = dist.map_rows(spectral_model, Z, self._strategy())
-        self.cluster_centers_ = fit_centroids(self.embedding_, k, train_seed)
+        self.normalize_rows_ = NORMALIZE_ROWS
+        self.cluster_centers_ = fit_centroids(self.embedding_, k, train_seed,
+                                              self.normalize_rows_)
         known = labels >= 0
         if known.any():  # clusters take the ids of the labelled classes they hold
             perm = label_permutation(labels[known], self._assign(self.embedding_[known]), k)
@@ -988,7 +1000,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         return self._validate_X(X, reset=False)
 
     def _assign(self, embedding):
-        return assign(embedding, self.cluster_centers_)
+        return assign(embedding, self.cluster_centers_, self.normalize_rows_)
 
     def transform(self, X):
         """Embed X with F_theta: (n_samples, n_clusters). X may also be an
@@ -1019,7 +1031,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         """
         self._check_fitted()
         return export_saved_model(self.model_, self.cluster_centers_, base_dir, name,
-                                  serving_root=serving_root)
+                                  serving_root=serving_root,
+                                  normalize_rows=self.normalize_rows_)
 
     def save(self, path):
         """Save the fitted estimator to the new directory ``path``.

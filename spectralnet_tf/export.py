@@ -64,9 +64,11 @@ def _versions(model_dir):
     return [int(d) for d in os.listdir(model_dir) if d.isdigit()]
 
 
-def serving_function(embedder, centers):
+def serving_function(embedder, centers, normalize_rows=False):
     """The ``serving_default`` computation: raw x -> embedding, cluster, distances.
-    Non-finite input is refused (InvalidArgumentError).
+    Non-finite input is refused (InvalidArgumentError). With ``normalize_rows``
+    the distances are those of the embedding scaled to unit length, as the
+    centroids were fitted (``centroids.centroid_distances``).
 
     A plain function; ``export_saved_model`` gives it its input signature. The
     centroids become constants of the exported graph."""
@@ -78,7 +80,7 @@ def serving_function(embedder, centers):
         # the client as INVALID_ARGUMENT.
         x = tf.debugging.assert_all_finite(x, NON_FINITE_INPUT)
         embedding = embedder(x, training=False)
-        distances = centroid_distances(embedding, centers)
+        distances = centroid_distances(embedding, centers, normalize_rows)
         return {
             "embedding": embedding,
             "cluster": nearest_centroid(distances),
@@ -88,7 +90,7 @@ def serving_function(embedder, centers):
     return serve
 
 
-def export_archive(embedder, centers):
+def export_archive(embedder, centers, normalize_rows=False):
     """A ``keras.export.ExportArchive`` with the ``serving_default`` endpoint.
 
     Keras 3's own export path: it tracks the model's variables so that both
@@ -102,14 +104,14 @@ def export_archive(embedder, centers):
     # No archive.track(embedder): the endpoint's variables are tracked anyway,
     # and tracking the model as well stored every weight twice (Keras 3.15).
     archive.add_endpoint(
-        SIGNATURE, serving_function(embedder, centers),
+        SIGNATURE, serving_function(embedder, centers, normalize_rows),
         input_signature=[tf.TensorSpec([None, d], tf.float32, name="x")],
     )
     return archive
 
 
 def export_saved_model(embedder, centers, base_dir, name="spectralnet",
-                       serving_root=DEFAULT_SERVING_ROOT):
+                       serving_root=DEFAULT_SERVING_ROOT, normalize_rows=False):
     """Write a new version ``base_dir/name/<N+1>/`` and return its path.
 
     The SavedModel is written to a hidden temporary directory beside the
@@ -124,7 +126,7 @@ def export_saved_model(embedder, centers, base_dir, name="spectralnet",
             f"model name), got name={name!r}."
         )
     model_dir = os.path.join(base_dir, name)
-    archive = export_archive(embedder, centers)
+    archive = export_archive(embedder, centers, normalize_rows)
     with atomic_directory(model_dir) as tmp:
         archive.write_out(tmp, verbose=False)
         while True:  # another writer may take a version number first
@@ -268,6 +270,7 @@ def save_estimator(estimator, path):
                               if hasattr(estimator, "feature_names_in_") else None),
         "affinity_scale_": estimator.affinity_.scale_,
         "n_clusters_": int(estimator.n_clusters_),
+        "normalize_rows_": bool(estimator.normalize_rows_),
         "eigenvalues_": (estimator.eigenvalues_.tolist()
                          if hasattr(estimator, "eigenvalues_") else None),
         "history_": estimator.history_,
@@ -337,6 +340,8 @@ def load_estimator(cls, path):
     estimator.affinity_.scale_ = state["affinity_scale_"]
     # Saves from before n_clusters_ existed had an integer n_clusters.
     estimator.n_clusters_ = state.get("n_clusters_", params["n_clusters"])
+    # Saves from before it fitted their centroids on the rows as they are.
+    estimator.normalize_rows_ = state.get("normalize_rows_", False)
     if state.get("eigenvalues_") is not None:
         estimator.eigenvalues_ = np.asarray(state["eigenvalues_"])
     with np.load(os.path.join(path, ARRAYS_FILE)) as arrays:

@@ -352,6 +352,26 @@ def test_mixed_bfloat16_estimator_round_trips_and_exports_float32(tmp_path):
     np.testing.assert_array_equal(served["cluster"].numpy(), net.predict(x))
 
 
+def test_a_save_from_before_unit_rows_assigns_on_the_rows_as_they_are(fitted, tmp_path):
+    """Its centroids were fitted on the rows as they are: loaded without the
+    parameter, it keeps assigning that way."""
+    from spectralnet_tf.centroids import assign
+
+    net, x = fitted
+    path = net.save(str(tmp_path / "est"))
+    state_file = os.path.join(path, "estimator.json")
+    with open(state_file) as f:
+        state = json.load(f)
+    assert state.pop("normalize_rows_") is True
+    with open(state_file, "w") as f:
+        json.dump(state, f)
+    assert SpectralNet.load(net.save(str(tmp_path / "again"))).normalize_rows_ is True
+    loaded = SpectralNet.load(path)
+    assert loaded.normalize_rows_ is False
+    np.testing.assert_array_equal(loaded.predict(x), assign(net.transform(x),
+                                                            net.cluster_centers_))
+
+
 def _as_format_2(path, flat):
     """Rewrite a fresh save's estimator.json as format 2 wrote it: the
     estimator's parameters flat (``n_nbrs``, ``scale_nbr``, ``scale``,

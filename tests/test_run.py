@@ -16,7 +16,7 @@ def test_run_writes_results_and_plots(tmp_path):
                         "--epochs", "3", "--quiet", "--grassmann"])
     saved = json.loads((out / "results.json").read_text())
     assert saved["dataset"] == "cc" and saved["n"] == 1500 and saved["n_clusters"] == 2
-    for key in ("acc", "nmi", "grassmann", "exact_acc", "kmeans_acc"):
+    for key in ("acc", "nmi", "grassmann", "exact_acc", "kmeans_acc", "raw_rows_acc"):
         assert 0.0 <= saved[key] <= 2.0
     assert saved["exact_acc"] == 1.0
     # The reference graph is the one 1,024-point minibatches of the 1,500 sample.
@@ -24,8 +24,8 @@ def test_run_writes_results_and_plots(tmp_path):
     # Beside it, the paper's W_full: the same affinity on all points, ranks as set.
     assert saved["exact_graph_plain"] == {"n_nbrs": 10, "scale_nbr": 3}
     assert saved["exact_acc_plain"] == 1.0 and 0.0 <= saved["grassmann_plain"] <= 2.0
-    assert set(saved["seconds"]) >= {"total", "data", "exact", "train", "kmeans", "plots",
-                                     "grassmann_plain"}
+    assert set(saved["seconds"]) >= {"total", "data", "exact", "train", "raw_rows", "kmeans",
+                                     "plots", "grassmann_plain"}
     # The peak so far after each timed phase (training's parts are inside
     # "train"): in order, never falling, at most the run's peak.
     after = saved["peak_rss_gib_after"]
