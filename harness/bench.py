@@ -543,9 +543,6 @@ def bench_kmeans_rows(args, command):
 
     from .reproduce import exact_reference
 
-    def unit(e):
-        return e / np.maximum(np.linalg.norm(e, axis=1, keepdims=True), 1e-12)
-
     def trial(name, seed, x, y, k, trained=False):
         x = np.asarray(x, np.float32)
         net = SpectralNet(n_clusters=k, random_state=seed)
@@ -554,7 +551,8 @@ def bench_kmeans_rows(args, command):
         else:
             plan = net.plan(len(x), x.shape[1])
             _, e, _ = exact_reference(net, net.make_affinity(), x, y, seed, plan.batch_size)
-        plain, scaled = (acc(y, kmeans_labels(v, k, seed)) for v in (e, unit(e)))
+        plain, scaled = (acc(y, kmeans_labels(e, k, seed, normalize_rows=unit))
+                         for unit in (False, True))
         rows.append([name, "trained" if trained else "exact", seed, len(x), k,
                      f"{plain:.4f}", f"{scaled:.4f}", f"{scaled - plain:+.4f}"])
         print(rows[-1], flush=True)

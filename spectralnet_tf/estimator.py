@@ -382,13 +382,11 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         scaled to unit length where ``normalize_rows_``.
     normalize_rows_ : bool
         Whether k-means clustered the embedding's rows scaled to unit length
-        (Ng, Jordan & Weiss), and ``predict`` and the exported model scale new
+        (why: ``centroids``), and ``predict`` and the exported model scale new
         points' rows the same way: True for every fit
         (``centroids.NORMALIZE_ROWS``); False for a save from before, whose
-        centroids are of the rows as they are. A group's points share a
-        direction in the spectral embedding, while their lengths carry the
-        group's size, which k-means would weigh as much. The paper's k-means
-        on the rows as they are: ``KMeans(k).fit(embedding_)``.
+        centroids are of the rows as they are. The paper's k-means on the
+        rows as they are: ``KMeans(k).fit(embedding_)``.
     affinity_ : affinity object
         The fitted copy of ``affinity`` (with its scale, and the trained
         embedding as its ``embedding``).
@@ -1000,7 +998,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         return self._validate_X(X, reset=False)
 
     def _assign(self, embedding):
-        return assign(embedding, self.cluster_centers_, self.normalize_rows_)
+        # An estimator pickled before unit rows has centroids of the rows as they are.
+        return assign(embedding, self.cluster_centers_, getattr(self, "normalize_rows_", False))
 
     def transform(self, X):
         """Embed X with F_theta: (n_samples, n_clusters). X may also be an
@@ -1032,7 +1031,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self._check_fitted()
         return export_saved_model(self.model_, self.cluster_centers_, base_dir, name,
                                   serving_root=serving_root,
-                                  normalize_rows=self.normalize_rows_)
+                                  normalize_rows=getattr(self, "normalize_rows_", False))
 
     def save(self, path):
         """Save the fitted estimator to the new directory ``path``.

@@ -35,10 +35,12 @@ STATE_FILE = "estimator.json"
 SIAMESE_FILE = "siamese.keras"
 ARRAYS_FILE = "arrays.npz"
 #: Version of the saved-estimator layout (embedder.keras, arrays.npz, estimator.json).
-#: 3: the affinity and the Siamese embedding saved as objects (class and
-#: parameters); 2: as SpectralNet's flat parameters, still read.
-FORMAT_VERSION = 3
-READABLE_FORMATS = (2, 3)
+#: 4: ``normalize_rows_`` saved (a version that cannot read it would assign
+#: raw rows to centroids of unit rows); 3: the affinity and the Siamese
+#: embedding saved as objects (class and parameters); 2: as SpectralNet's
+#: flat parameters. 2 and 3 are still read, as fits on the rows as they are.
+FORMAT_VERSION = 4
+READABLE_FORMATS = (2, 3, 4)
 #: ``params["encoder"]`` in estimator.json when the encoder is the embedder's first layer.
 ENCODER_IN_EMBEDDER = "embedder.keras:layers[0]"
 MODELS_CONFIG = "models.config"
@@ -313,7 +315,7 @@ def load_estimator(cls, path):
             f"{', '.join(map(str, READABLE_FORMATS))}: save it again with the version "
             "that wrote it, or fit it again."
         )
-    params = state["params"] if version == FORMAT_VERSION else params_from_format2(state["params"])
+    params = state["params"] if version >= 3 else params_from_format2(state["params"])
     params = {key: part_from_json(value) for key, value in params.items()}
     siamese = isinstance(params["affinity_embedding"], SiameseEmbedding)
     if siamese:
@@ -340,8 +342,8 @@ def load_estimator(cls, path):
     estimator.affinity_.scale_ = state["affinity_scale_"]
     # Saves from before n_clusters_ existed had an integer n_clusters.
     estimator.n_clusters_ = state.get("n_clusters_", params["n_clusters"])
-    # Saves from before it fitted their centroids on the rows as they are.
-    estimator.normalize_rows_ = state.get("normalize_rows_", False)
+    # Formats 2 and 3 fitted their centroids on the rows as they are.
+    estimator.normalize_rows_ = state["normalize_rows_"] if version >= 4 else False
     if state.get("eigenvalues_") is not None:
         estimator.eigenvalues_ = np.asarray(state["eigenvalues_"])
     with np.load(os.path.join(path, ARRAYS_FILE)) as arrays:

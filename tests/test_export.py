@@ -353,9 +353,9 @@ def test_mixed_bfloat16_estimator_round_trips_and_exports_float32(tmp_path):
 
 
 def test_a_save_from_before_unit_rows_assigns_on_the_rows_as_they_are(fitted, tmp_path):
-    """Its centroids were fitted on the rows as they are: loaded without the
-    parameter, it keeps assigning that way."""
-    from spectralnet_tf.centroids import assign
+    """A format-3 save's centroids were fitted on the rows as they are: it
+    loads, predicts and serves that way; a new save serves unit rows."""
+    from spectralnet_tf.centroids import assign, centroid_distances
 
     net, x = fitted
     path = net.save(str(tmp_path / "est"))
@@ -363,13 +363,20 @@ def test_a_save_from_before_unit_rows_assigns_on_the_rows_as_they_are(fitted, tm
     with open(state_file) as f:
         state = json.load(f)
     assert state.pop("normalize_rows_") is True
+    state["format"] = 3
     with open(state_file, "w") as f:
         json.dump(state, f)
     assert SpectralNet.load(net.save(str(tmp_path / "again"))).normalize_rows_ is True
     loaded = SpectralNet.load(path)
     assert loaded.normalize_rows_ is False
-    np.testing.assert_array_equal(loaded.predict(x), assign(net.transform(x),
-                                                            net.cluster_centers_))
+    embedding = net.transform(x)
+    np.testing.assert_array_equal(loaded.predict(x), assign(embedding, net.cluster_centers_))
+    for model, unit in ((net, True), (loaded, False)):
+        served = tf.saved_model.load(model.export(str(tmp_path / f"export-{unit}"))).signatures[
+            "serving_default"](x=tf.constant(x))
+        want = centroid_distances(embedding, net.cluster_centers_, unit).numpy()
+        np.testing.assert_allclose(served["distances"].numpy(), want, atol=1e-5)
+        np.testing.assert_array_equal(served["cluster"].numpy(), model.predict(x))
 
 
 def _as_format_2(path, flat):
@@ -394,6 +401,12 @@ def test_a_format_2_save_loads_into_the_objects_and_refits_as_it_was_trained(tmp
                           hidden_units=(8, 4), n_nbrs=3, batch_size=64, max_epochs=2,
                           steps_per_epoch=3, neighbors="exact"),
                       random_state=0).fit(x)
+    # As format 2's fits were: centroids of the rows as they are.
+    from spectralnet_tf.centroids import assign, fit_centroids
+
+    net.normalize_rows_ = False
+    net.cluster_centers_ = fit_centroids(net.embedding_, k, 0)
+    net.labels_ = assign(net.embedding_, net.cluster_centers_)
     path = net.save(str(tmp_path / "v2"))
     # Every parameter of the format-2 SpectralNet, as its save_estimator wrote them.
     _as_format_2(path, {
@@ -430,7 +443,7 @@ def test_an_unreadable_format_fails_in_one_line_naming_it(fitted, tmp_path, vers
         SpectralNet.load(path)
     message = str(err.value)
     assert "\n" not in message
-    assert f"was saved in format {version!r}; this version reads formats 2, 3" in message
+    assert f"was saved in format {version!r}; this version reads formats 2, 3, 4" in message
     assert "fit it again" in message
 
 
@@ -439,7 +452,7 @@ def test_the_saved_parameters_are_json_with_the_parts_by_class(tmp_path):
     net = SpectralNet(k, hidden_units=(8,), max_epochs=1, steps_per_epoch=2, random_state=0,
                       affinity=GaussianKNNAffinity(n_nbrs=4, scale="local")).fit(x)
     state = json.load(open(os.path.join(net.save(str(tmp_path / "s")), "estimator.json")))
-    assert state["format"] == 3
+    assert state["format"] == 4
     assert state["params"]["affinity"] == {"class": "GaussianKNNAffinity", "params": {
         "n_nbrs": 4, "scale_nbr": 3, "scale": "local", "n_scale_batches": 10,
         "label_strength": 8.0}}
