@@ -1044,8 +1044,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         before it. ``siamese.keras`` (only with a ``SiameseEmbedding``),
         ``arrays.npz`` and ``estimator.json`` hold the Siamese net, the
         embedding, labels and centroids, the parameters (the affinity and the
-        Siamese embedding by class and parameters; format 3, and ``load``
-        also reads format 2), the affinity's scale and the histories.
+        Siamese embedding by class and parameters; format 4, and ``load``
+        also reads formats 2 and 3), the affinity's scale and the histories.
         """
         self._check_fitted()
         return save_estimator(self, path)

@@ -173,7 +173,7 @@ def write_models_config(base_dir, serving_root=DEFAULT_SERVING_ROOT):
     return path
 
 
-#: The parts saved by class name and parameters (estimator.json, format 3).
+#: The parts saved by class name and parameters (estimator.json, format 3 and later).
 PART_CLASSES = {cls.__name__: cls for cls in (GaussianKNNAffinity, FullGaussianAffinity,
                                              PrecomputedAffinity, SiameseEmbedding, Eigengap,
                                              Shift, Deform, Redraw)}
