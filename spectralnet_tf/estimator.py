@@ -997,9 +997,12 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self._check_fitted()
         return self._validate_X(X, reset=False)
 
-    def _assign(self, embedding):
+    def _unit_rows(self):
         # An estimator pickled before unit rows has centroids of the rows as they are.
-        return assign(embedding, self.cluster_centers_, getattr(self, "normalize_rows_", False))
+        return getattr(self, "normalize_rows_", False)
+
+    def _assign(self, embedding):
+        return assign(embedding, self.cluster_centers_, self._unit_rows())
 
     def transform(self, X):
         """Embed X with F_theta: (n_samples, n_clusters). X may also be an
@@ -1031,7 +1034,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self._check_fitted()
         return export_saved_model(self.model_, self.cluster_centers_, base_dir, name,
                                   serving_root=serving_root,
-                                  normalize_rows=getattr(self, "normalize_rows_", False))
+                                  normalize_rows=self._unit_rows())
 
     def save(self, path):
         """Save the fitted estimator to the new directory ``path``.
