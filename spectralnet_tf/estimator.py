@@ -393,8 +393,10 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     label_check_ : dict or None
         Semi-supervised only (``train.check_label_classifier``): the held-out
         accuracy on the labeled points of the label classifier ("classifier")
-        and of the graph without it ("graph"), and whether the classifier
-        reshaped the graph ("keep": only where it scored strictly higher).
+        and of the graph without it ("graph": the better of Poisson learning,
+        "poisson", and its own cut named by the labels, "cut"), and whether
+        the classifier reshaped the graph ("keep": only where it scored
+        strictly higher).
         None where nothing was checked (no classifier, or a class with a
         single label in the subsample checked). Not saved by ``save``.
     affinity_embedding_ : SiameseEmbedding, callable or None
@@ -807,7 +809,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             self.affinity_.fit_labels(Z, labels, z_train, seed=scale_seed)
             self.label_check_ = check_label_classifier(self.affinity_, Z, labels,
                                                        batch_size=plan.batch_size,
-                                                       seed=scale_seed)
+                                                       seed=scale_seed,
+                                                       laplacian=self.laplacian)
             if self.label_check_ is not None and not self.label_check_["keep"]:
                 self.affinity_.forget_labels()
         k = plan.n_clusters

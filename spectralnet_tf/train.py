@@ -232,36 +232,47 @@ def label_subsample(labels, size, seed):
     return np.sort(np.r_[rows, rng.choice(unlabeled, size - len(rows), replace=False)])
 
 
-def check_label_classifier(affinity, z, labels, *, batch_size, seed=0):
-    """Whether the label classifier knows more than the graph: its held-out
-    accuracy on the labeled points against the graph's, on the same folds.
+def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
+                           laplacian="unnormalized"):
+    """Whether the label classifier should reshape the graph: whether the
+    graph it reshapes knows more of the labels it did not see than the graph
+    as it is.
 
     The classifier of the labels alone (``affinity.label_classifier_``, set
-    by ``fit_labels``) reshapes the graph where it is confident. Where the
-    graph already tells the classes apart better than that classifier, the
-    reshaping can only carry the classifier's errors into it. So both are
-    asked for the labels they did not see. The graph is the one the
-    minibatches sample, without the classifier, on a subsample that holds
-    the labeled points (``label_subsample``). Over stratified folds of its
-    labeled points, drawn as those the classifier's C and gamma were chosen
-    on (``labelscores.label_folds``), the classifier is refitted on the
-    other folds with those C and gamma, and Poisson learning
-    (``spectral.poisson_labels``) takes the other folds' labels as sources;
-    each predicts the held-out fold. A point no label reaches counts as
-    wrong. The classifier's score is optimistic (its C and gamma were chosen
-    on the same folds), and it is kept only where it is strictly better:
-    ``keep`` is ``classifier > graph``; otherwise the graph already holds
-    what it knows.
+    by ``fit_labels``) reaches the fit only through the graph it reshapes:
+    the minibatches' affinity and the label term's classes
+    (``label_targets``) are read from it. Where the graph already tells the
+    classes apart, the reshaping can only carry the classifier's errors into
+    it, and with many classes its cuts can leave the graph nearly
+    disconnected, where Poisson learning's classes follow the near-null
+    modes rather than the labels. So both graphs are asked for labels they
+    did not see. The graph is the one the minibatches sample, on a
+    subsample that holds the labeled points (``label_subsample``). Over
+    stratified folds of its labeled points, drawn as those the classifier's
+    C and gamma were chosen on (``labelscores.label_folds``), the classifier
+    is refitted on the other folds with those C and gamma and reshapes the
+    graph as the affinity would (its strength and width). Each graph answers
+    for the held-out fold in two ways, and scores the better of them:
+    Poisson learning (``spectral.poisson_labels``) with the other folds'
+    labels as sources (a point no label reaches counts as wrong), and its
+    own cut (``graph_cut``: what the graph says with no labels, the
+    unsupervised fit's reading) with each cluster named by the other folds'
+    labels in it (``named_cut``). The reshaped graph is kept only where it
+    scores strictly higher (``keep``); a tie goes to the graph as it is,
+    which holds what the labels say without the classifier's errors.
 
     ``z`` are the rows ``fit_labels`` was given and ``labels`` theirs (-1:
-    unknown). Returns None when there is nothing to check (no classifier,
-    or a class with a single label in the subsample, where there are no
-    folds), else a dict: ``classifier`` and ``graph`` (held-out
-    accuracies), ``labeled`` (the labeled points asked) and ``keep``.
+    unknown); ``laplacian`` is the fit's. Returns None when there is nothing
+    to check (no classifier, or a class with a single label in the
+    subsample, where there are no folds), else a dict of held-out
+    accuracies: ``classifier`` (the refitted classifier itself, for the
+    record), ``reshaped`` and ``graph`` (each the better of its two
+    readings), ``reshaped_poisson``, ``reshaped_cut``, ``poisson``, ``cut``;
+    ``labeled`` (the labeled points asked) and ``keep``.
     """
     from sklearn.base import clone
 
-    from .labelscores import label_folds
+    from .labelscores import LabelScores, label_folds
 
     classifier = getattr(affinity, "label_classifier_", None)
     if classifier is None:
@@ -274,21 +285,53 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0):
     folds = label_folds(sub[labeled], seed)
     if folds is None:
         return None
+    scores = affinity.label_scores_
     plain = affinity.for_full_data(size, batch_size)
     plain.forget_labels()  # the graph as it is without the classifier
     e = plain.embed_all(np.asarray(z)[rows])
     w = plain.kernel_matrix(tf.constant(e)).numpy()
     k = int(labels.max()) + 1
-    right = {"classifier": 0, "graph": 0}
+    cut = graph_cut(w, k, laplacian, seed)
+    right = dict.fromkeys(["classifier", "reshaped_poisson", "reshaped_cut", "poisson", "cut"], 0)
     for train, test in folds.split(labeled, sub[labeled]):
-        fold = clone(classifier).fit(e[labeled[train]], sub[labeled[train]])
-        right["classifier"] += int(np.sum(fold.predict(e[labeled[test]]) == sub[labeled[test]]))
+        seen, asked = labeled[train], labeled[test]
+        fold = clone(classifier).fit(e[seen], sub[seen])
+        reshaped = LabelScores(None, fold, scores.strength, scores.scale)(e)
+        w_fold = plain.kernel_matrix(tf.constant(reshaped)).numpy()
         hidden = sub.copy()
-        hidden[labeled[test]] = -1
-        right["graph"] += int(np.sum(poisson_labels(w, hidden, k)[labeled[test]]
-                                     == sub[labeled[test]]))
+        hidden[asked] = -1
+        answers = {"classifier": fold.predict(e[asked]),
+                   "reshaped_poisson": poisson_labels(w_fold, hidden, k)[asked],
+                   "reshaped_cut": named_cut(graph_cut(w_fold, k, laplacian, seed), seen,
+                                             sub[seen], k)[asked],
+                   "poisson": poisson_labels(w, hidden, k)[asked],
+                   "cut": named_cut(cut, seen, sub[seen], k)[asked]}
+        for name, answer in answers.items():
+            right[name] += int(np.sum(answer == sub[asked]))
+    right["reshaped"] = max(right["reshaped_poisson"], right["reshaped_cut"])
+    right["graph"] = max(right["poisson"], right["cut"])
     out = {name: round(count / labeled.size, 4) for name, count in right.items()}
-    return {**out, "labeled": int(labeled.size), "keep": right["classifier"] > right["graph"]}
+    return {**out, "labeled": int(labeled.size), "keep": right["reshaped"] > right["graph"]}
+
+
+def graph_cut(w, k, laplacian="unnormalized", seed=0):
+    """The graph's own k clusters, no labels used: exact spectral clustering
+    of the affinity ``w`` (dense or sparse; its Laplacian's k smallest eigenvectors,
+    k-means on their rows rounded as ``fit`` rounds the net's,
+    ``centroids.NORMALIZE_ROWS``)."""
+    from .centroids import NORMALIZE_ROWS, kmeans_labels
+
+    return kmeans_labels(laplacian_eigenvectors(w, k, laplacian), k, seed, NORMALIZE_ROWS)
+
+
+def named_cut(clusters, rows, classes, k):
+    """Each point's class by its cluster: the class most of the labeled
+    ``rows`` (with ``classes``) in that cluster have (ties: the lowest); -1
+    in a cluster that holds none of them."""
+    counts = np.zeros((int(clusters.max()) + 1, k), np.int64)
+    np.add.at(counts, (clusters[rows], classes), 1)
+    names = np.where(counts.sum(axis=1) > 0, counts.argmax(axis=1), -1)
+    return names[clusters]
 
 
 def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=None):
