@@ -893,9 +893,13 @@ def cmd_table(args):
         refs = [(key, name) for key, name in MNIST_REFERENCES.items()
                 if any(key in t for t in record["trials"])]
         checked = any("label_check" in t for t in record["trials"])  # newer still
+        # Newest: the check scores the graph the classifier reshapes, not the classifier.
+        first = ("reshaped" if any("reshaped" in (t.get("label_check") or {})
+                                   for t in record["trials"]) else "classifier")
         print("| labeled fraction | labeled points | ACC | NMI | k-means ACC (codes) "
               + "".join(f"| {name} " for _, name in refs)
-              + "| held-out labels right: classifier / graph (reshaped?) " * checked
+              + (f"| held-out labels right: {first.replace('reshaped', 'reshaped graph')} "
+                 "/ graph (reshaped?) ") * checked
               + "| epochs | Siamese s | spectral s | total min | total s × GFLOP/s / 1000 |\n|"
               + " --- |" * (10 + len(refs) + checked))
         for t in record["trials"]:
@@ -904,7 +908,7 @@ def cmd_table(args):
             print(f"| {t['fraction']:g} | {t['labeled']} | {t['acc']:.4f} | {t['nmi']:.4f} "
                   f"| {t['kmeans_acc']:.4f} "
                   + "".join(f"| {t[key]:.4f} " if key in t else "| – " for key, _ in refs)
-                  + (("| – " if c is None else f"| {c['classifier']:.4f} / {c['graph']:.4f} "
+                  + (("| – " if c is None else f"| {c[first]:.4f} / {c['graph']:.4f} "
                       f"({'yes' if c['keep'] else 'no'}) ") if checked else "")
                   + f"| {t['epochs']} | {s.get('siamese', 0):.0f} "
                   f"| {s['spectral']:.0f} | {s['total'] / 60:.1f} | {s['total'] * rate / 1000:.0f} |")

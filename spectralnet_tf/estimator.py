@@ -391,12 +391,14 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         The fitted copy of ``affinity`` (with its scale, and the trained
         embedding as its ``embedding``).
     label_check_ : dict or None
-        Semi-supervised only (``train.check_label_classifier``): the held-out
-        accuracy on the labeled points of the label classifier ("classifier")
-        and of the graph without it ("graph": the better of Poisson learning,
-        "poisson", and its own cut named by the labels, "cut"), and whether
-        the classifier reshaped the graph ("keep": only where it scored
-        strictly higher).
+        Semi-supervised only (``train.check_label_classifier``): held-out
+        accuracies on the labeled points of the graph the label classifier
+        reshapes ("reshaped") and of the graph without it ("graph"), each
+        the better of Poisson learning ("reshaped_poisson", "poisson") and
+        its own cut named by the labels ("reshaped_cut", "cut"); of the
+        classifier itself ("classifier"); and whether the classifier
+        reshaped the graph ("keep": only where "reshaped" scored strictly
+        higher).
         None where nothing was checked (no classifier, or a class with a
         single label in the subsample checked). Not saved by ``save``.
     affinity_embedding_ : SiameseEmbedding, callable or None
@@ -805,7 +807,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             self.affinity_ = affinity.fit(z_train, plan.batch_size, seed=scale_seed)
             c_val = c_train = None
             # The labels alone, as coordinates of the graph (nothing without labels),
-            # where on held-out labels they know more than the graph itself.
+            # where on held-out labels the graph they reshape knows more than the graph.
             self.affinity_.fit_labels(Z, labels, z_train, seed=scale_seed)
             self.label_check_ = check_label_classifier(self.affinity_, Z, labels,
                                                        batch_size=plan.batch_size,

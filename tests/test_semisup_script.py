@@ -74,6 +74,14 @@ def test_mnist_table_shows_the_references_a_record_has(tmp_path, capsys):
     assert ("| 0.9811 | 0.9705 | 0.9851 | 0.9300 / 0.9714 (no) | 30 |") in out
     assert "| 0.9722 | – | – | 30 | 100 | 110 | 4.0 | 48 |" in out
     assert out.count(" --- |") == 14
+    # The newer check scores the graph the classifier reshapes.
+    trials[0]["label_check"] = {"classifier": 0.93, "reshaped": 0.95, "graph": 0.9714,
+                                "labeled": 70, "keep": False}
+    record.write_text(json.dumps({**json.loads(record.read_text()), "trials": trials}))
+    semisup.main(["table", str(record)])
+    out = capsys.readouterr().out
+    assert "| held-out labels right: reshaped graph / graph (reshaped?) |" in out
+    assert "| 0.9851 | 0.9500 / 0.9714 (no) | 30 |" in out
 
 
 def test_rayleigh_is_the_cut_cost_of_a_split():
@@ -290,8 +298,11 @@ def test_gate_solves_on_the_graph_the_check_leaves_and_renders(tmp_path, load_sc
         aff.forget_labels()
         plain = acc(y, poisson_labels(aff.for_full_data(300, m).graph(x), known, 2))
         keep = trial["check"]["keep"]
+        before = trial["check"]["classifier"] > trial["check"]["poisson"]
         assert trial["solver_acc"] == {"reshaped": round(reshaped, 4),
-                                       "checked": round(reshaped if keep else plain, 4)}
+                                       "checked": round(reshaped if keep else plain, 4),
+                                       "checked, classifier": round(reshaped if before
+                                                                    else plain, 4)}
         kept.append(keep)
     assert kept == [True, False]  # noisy rings: the classifier; far-apart ones: the graph
     out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
@@ -300,6 +311,30 @@ def test_gate_solves_on_the_graph_the_check_leaves_and_renders(tmp_path, load_sc
             for g in ("reshaped", "checked")}
     assert f"| 0.05 | always reshaped | {hits['reshaped']} of 2 |" in out
     assert f"| all | checked (1 dropped) | {hits['checked']} of 2 |" in out
+    assert "checked by the classifier's own score (" in out
+
+
+@pytest.mark.research
+def test_gate_on_the_digits_sets_the_target_by_three_references(tmp_path, load_script):
+    from harness.semisup import harmonic_acc, partial_labels, supervised_acc, unsupervised_acc
+    from sklearn.datasets import load_digits
+
+    semisup = load_script("semisup")
+    semisup.main(["gate", "--data", "digits", "--fractions", "0.1", "--seeds", "0",
+                  "--results", str(tmp_path)])
+    (path,) = tmp_path.glob("*gate*.json")
+    (trial,) = json.loads(path.read_text())["trials"]
+    x, y = load_digits(return_X_y=True)
+    x = (x / 16.0).astype(np.float32)
+    known = partial_labels(y, 0.1, 0)
+    refs = (supervised_acc(x, y, known), harmonic_acc(x, y, known, 0, k=10),
+            unsupervised_acc(x, y, 0, k=10))
+    assert (trial["supervised_acc"], trial["harmonic_acc"], trial["unsupervised_acc"]) == refs
+    assert trial["target"] == round(max(refs) - 0.005, 4) and trial["labeled"] == (known >= 0).sum()
+    assert set(trial["solver_acc"]) == {"reshaped", "checked", "checked, classifier"}
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
+                          str(path)], capture_output=True, text=True, check=True).stdout
+    assert "(max(SVM, harmonic, the graph alone) − 0.005)" in out
 
 
 @pytest.mark.slow  # a harness command end to end (about 10 s)
