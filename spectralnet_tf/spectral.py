@@ -167,12 +167,14 @@ def edge_purity(w, labels):
         return same / total
 
 
-def cluster_graph(w, n_clusters, laplacian="unnormalized", random_state=0, time_limit=None):
+def cluster_graph(w, n_clusters, laplacian="unnormalized", random_state=0, time_limit=None,
+                  normalize_rows=False):
     """Exact spectral clustering of a given affinity matrix ``w`` (dense or
     sparse): k-means (``centroids.kmeans_labels``) on its Laplacian's
-    ``n_clusters`` smallest eigenvectors. Returns (labels, eigenvectors)."""
+    ``n_clusters`` smallest eigenvectors, with ``normalize_rows`` on their
+    rows scaled to unit length. Returns (labels, eigenvectors)."""
     vecs = laplacian_eigenvectors(w, n_clusters, laplacian, time_limit)
-    return kmeans_labels(vecs, n_clusters, random_state), vecs
+    return kmeans_labels(vecs, n_clusters, random_state, normalize_rows), vecs
 
 
 def harmonic_labels(w, partial_labels, n_clusters):

@@ -18,7 +18,7 @@ from .affinity import apply_labels
 from .losses import label_loss, spectral_loss
 from .metrics import grassmann
 from .orthonorm import gram, tangent_projection
-from .spectral import laplacian_eigenvectors, poisson_labels
+from .spectral import cluster_graph, laplacian_eigenvectors, poisson_labels
 from .streaming import map_batches
 
 GRADIENTS = ("projected", "plain")
@@ -316,12 +316,11 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
 
 def graph_cut(w, k, laplacian="unnormalized", seed=0):
     """The graph's own k clusters, no labels used: exact spectral clustering
-    of the affinity ``w`` (dense or sparse; its Laplacian's k smallest eigenvectors,
-    k-means on their rows rounded as ``fit`` rounds the net's,
-    ``centroids.NORMALIZE_ROWS``)."""
-    from .centroids import NORMALIZE_ROWS, kmeans_labels
+    of the affinity ``w`` (``spectral.cluster_graph``), its eigenvectors'
+    rows rounded as ``fit`` rounds the net's (``centroids.NORMALIZE_ROWS``)."""
+    from .centroids import NORMALIZE_ROWS
 
-    return kmeans_labels(laplacian_eigenvectors(w, k, laplacian), k, seed, NORMALIZE_ROWS)
+    return cluster_graph(w, k, laplacian, seed, normalize_rows=NORMALIZE_ROWS)[0]
 
 
 def named_cut(clusters, rows, classes, k):
