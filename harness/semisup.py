@@ -9,7 +9,7 @@
     python scripts/semisup.py harmonic --n 3000 --seeds 100 101   # ... on data of its own, no net
     python scripts/semisup.py strengths           # the exact reference at each label strength
     python scripts/semisup.py targets             # the label term's classes by each graph solver
-    python scripts/semisup.py gate                # the same, the classifier kept only where it beats the graph
+    python scripts/semisup.py gate                # the same, the classifier kept only as the check decides
     python scripts/semisup.py gate --data digits --fractions 0.03 0.05 0.1   # ... on the 8x8 digits
     python scripts/semisup.py mnist --fractions 0.02 0.01 0.001   # run.py --dset mnist with labels
     python scripts/semisup.py table RECORD.json   # the Markdown table of a record
@@ -566,6 +566,13 @@ def cmd_targets(args):
     save_trials("targets", args.tag or "targets", args, trials, {"strength": strength})
 
 
+def kept_before(check):
+    """Whether the check before the reshaped graph was scored kept the label
+    classifier: its own held-out accuracy above Poisson learning's on the
+    graph (None: nothing to check, kept)."""
+    return check is None or check["classifier"] > check["poisson"]
+
+
 def gate_accs(x, y, known, seed, strength, k=2):
     """The label term's classes (Poisson learning on the minibatches' graph,
     as ``solver_accs``) with the graph reshaped at ``strength`` always, and
@@ -583,7 +590,7 @@ def gate_accs(x, y, known, seed, strength, k=2):
     full = aff.for_full_data(len(x), m)
     accs = {"reshaped": round(acc(y, poisson_labels(full.graph(x), known, k)), 4)}
     keeps = {"checked": check is None or check["keep"],
-             "checked, classifier": check is None or check["classifier"] > check["poisson"]}
+             "checked, classifier": kept_before(check)}
     if not all(keeps.values()):
         full.forget_labels()
         plain = round(acc(y, poisson_labels(full.graph(x), known, k)), 4)
@@ -615,8 +622,8 @@ def digits_trials(args):
 
 
 def cmd_gate(args):
-    """Whether the label classifier should reshape the graph only where it
-    knows more than the graph (``gate_accs``): per trial of ``--n`` x
+    """Whether the label classifier should reshape the graph only as the
+    check decides (``gate_accs``): per trial of ``--n`` x
     ``--settings`` x ``--fractions`` x ``--seeds`` (or, with ``--data
     digits``, of ``--fractions`` x ``--seeds`` on the digits,
     ``digits_trials``), the label term's classes on the graph reshaped
@@ -658,9 +665,7 @@ def _gate_table(trials, strength):
                 dropped = sum(t["check"] is not None and not t["check"]["keep"] for t in group)
                 label = f"checked ({dropped} dropped)"
             elif graph == "checked, classifier":
-                dropped = sum(t["check"] is not None
-                              and not t["check"]["classifier"] > t["check"]["poisson"]
-                              for t in group)
+                dropped = sum(not kept_before(t["check"]) for t in group)
                 label = f"checked by the classifier's own score ({dropped} dropped)"
             rows.append(([str(fraction), label], group,
                          lambda t, g=graph: t["solver_acc"][g]))
@@ -896,9 +901,10 @@ def cmd_table(args):
         # Newest: the check scores the graph the classifier reshapes, not the classifier.
         first = ("reshaped" if any("reshaped" in (t.get("label_check") or {})
                                    for t in record["trials"]) else "classifier")
+        first_name = {"reshaped": "reshaped graph", "classifier": "classifier"}[first]
         print("| labeled fraction | labeled points | ACC | NMI | k-means ACC (codes) "
               + "".join(f"| {name} " for _, name in refs)
-              + (f"| held-out labels right: {first.replace('reshaped', 'reshaped graph')} "
+              + (f"| held-out labels right: {first_name} "
                  "/ graph (reshaped?) ") * checked
               + "| epochs | Siamese s | spectral s | total min | total s × GFLOP/s / 1000 |\n|"
               + " --- |" * (10 + len(refs) + checked))

@@ -812,7 +812,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             self.label_check_ = check_label_classifier(self.affinity_, Z, labels,
                                                        batch_size=plan.batch_size,
                                                        seed=scale_seed,
-                                                       laplacian=self.laplacian)
+                                                       laplacian=self.laplacian,
+                                                       n_clusters=plan.n_clusters)
             if self.label_check_ is not None and not self.label_check_["keep"]:
                 self.affinity_.forget_labels()
         k = plan.n_clusters

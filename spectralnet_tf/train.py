@@ -233,7 +233,7 @@ def label_subsample(labels, size, seed):
 
 
 def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
-                           laplacian="unnormalized"):
+                           laplacian="unnormalized", n_clusters=None):
     """Whether the label classifier should reshape the graph: whether the
     graph it reshapes knows more of the labels it did not see than the graph
     as it is.
@@ -262,7 +262,8 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
     which holds what the labels say without the classifier's errors.
 
     ``z`` are the rows ``fit_labels`` was given and ``labels`` theirs (-1:
-    unknown); ``laplacian`` is the fit's. Returns None when there is nothing
+    unknown); ``laplacian`` and ``n_clusters`` are the fit's (None: one
+    more than the largest label), the cuts' k. Returns None when there is nothing
     to check (no classifier, or a class with a single label in the
     subsample, where there are no folds), else a dict of held-out
     accuracies: ``classifier`` (the refitted classifier itself, for the
@@ -290,7 +291,7 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
     plain.forget_labels()  # the graph as it is without the classifier
     e = plain.embed_all(np.asarray(z)[rows])
     w = plain.kernel_matrix(tf.constant(e)).numpy()
-    k = int(labels.max()) + 1
+    k = int(labels.max()) + 1 if n_clusters is None else n_clusters
     cut = graph_cut(w, k, laplacian, seed)
     right = dict.fromkeys(["classifier", "reshaped_poisson", "reshaped_cut", "poisson", "cut"], 0)
     for train, test in folds.split(labeled, sub[labeled]):

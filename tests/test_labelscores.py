@@ -207,7 +207,7 @@ def test_a_named_cut_gives_each_cluster_its_seen_labels_majority():
                                   [0, 0, 0, -1, -1, -1, -1])
 
 
-def test_the_check_keeps_the_classifier_only_where_it_beats_the_graph():
+def test_the_check_keeps_the_classifier_only_where_its_graph_beats_the_graph():
     """Far-apart rings: the graph alone gets every held-out label, as the
     reshaped graph does, so the graph is left as it is. No check without a
     classifier, or with a class of a single label (no folds)."""
