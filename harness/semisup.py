@@ -586,7 +586,7 @@ def gate_accs(x, y, known, seed, strength, k=2):
     from spectralnet_tf.train import check_label_classifier
 
     aff, m = sampled_affinity(x, seed, known, strength)
-    check = check_label_classifier(aff, x, known, batch_size=m, seed=seed)
+    check = check_label_classifier(aff, x, known, batch_size=m, seed=seed, n_clusters=k)
     full = aff.for_full_data(len(x), m)
     accs = {"reshaped": round(acc(y, poisson_labels(full.graph(x), known, k)), 4)}
     keeps = {"checked": check is None or check["keep"],
@@ -899,9 +899,9 @@ def cmd_table(args):
                 if any(key in t for t in record["trials"])]
         checked = any("label_check" in t for t in record["trials"])  # newer still
         # Newest: the check scores the graph the classifier reshapes, not the classifier.
-        first = ("reshaped" if any("reshaped" in (t.get("label_check") or {})
-                                   for t in record["trials"]) else "classifier")
-        first_name = {"reshaped": "reshaped graph", "classifier": "classifier"}[first]
+        first, first_name = (("reshaped", "reshaped graph")
+                             if any("reshaped" in (t.get("label_check") or {})
+                                    for t in record["trials"]) else ("classifier", "classifier"))
         print("| labeled fraction | labeled points | ACC | NMI | k-means ACC (codes) "
               + "".join(f"| {name} " for _, name in refs)
               + (f"| held-out labels right: {first_name} "
