@@ -46,9 +46,9 @@ def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None, positives_per
     among the n points that are not i and not among i's neighbours. With
     ``n_nbrs=0`` (views only) no neighbours are searched: building the pairs
     then costs the same per point at any n. With ``labels`` (-1: unknown),
-    every pair of labeled points with one label is also a positive, each
-    with a negative (``_labeled_pairs``), at most as many as the positives
-    above (paper Sec. 3.2 and 5.3). With ``groups`` (an id per point; points with one id are views
+    each labeled point also gets a positive pair with a random point of its
+    label and a negative pair with a random point of another label (paper
+    Sec. 5.3). With ``groups`` (an id per point; points with one id are views
     of one item, e.g. deformations of one digit), each point whose group has
     another member also gets a positive pair with a random one of them.
     """
@@ -89,11 +89,8 @@ def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None, positives_per
         bad[bad] = _is_neighbour(nbrs, first[bad], neg_second[bad])
     firsts, seconds = [first, first], [pos_second, neg_second]
     flags = [np.ones(first.size, np.float32), np.zeros(first.size, np.float32)]
-    extra = []
-    if labels is not None:  # no more label positives than the data's own
-        extra.append(_labeled_pairs(labels, rng, cap=first.size))
-    if groups is not None:
-        extra.append(_group_pairs(groups, rng))
+    extra = [make(given, rng) for make, given in ((_labeled_pairs, labels), (_group_pairs, groups))
+             if given is not None]
     for pairs in extra:
         for arrays, part in zip((firsts, seconds, flags), pairs):
             arrays.extend(part)
@@ -114,43 +111,21 @@ def _is_neighbour(nbrs, first, second, chunk=65536):
     return out
 
 
-def _labeled_pairs(labels, rng, cap):
-    """Every pair of labeled points with one label, as a positive, and for
-    each its first point with a labeled point of another label drawn
-    uniformly, as a negative: the paper's pairs from labels (Sec. 3.2: pairs
-    with the same label are positive, with different labels negative; Sec.
-    5.3: they enrich the Siamese net's training set), with one negative per
-    positive as the neighbour pairs have. Where there are more than ``cap``
-    such positives (many labels), ``cap`` of them drawn uniformly, so that
-    the labels never outweigh the pairs the data give. Vectorized per
-    class: with every point labeled the pairs grow as n squared, the cap
-    does not. Without two labeled classes, no negatives."""
+def _labeled_pairs(labels, rng):
+    """One same-label and one other-label partner for each labeled point."""
     labels = np.asarray(labels)
-    labeled = np.flatnonzero(labels >= 0)
-    _, inverse, counts = np.unique(labels[labeled], return_inverse=True, return_counts=True)
-    order = labeled[np.argsort(inverse, kind="stable")]  # grouped by label
-    starts = np.r_[0, np.cumsum(counts)[:-1]]
-    pairs = counts * (counts - 1) // 2
-    if pairs.sum() <= cap:
-        cls = np.repeat(np.arange(counts.size), pairs)
-        within = [np.triu_indices(m, 1) for m in counts]  # one array pair per label
-        a = np.concatenate([np.empty(0, np.int64)] + [i for i, _ in within])
-        b = np.concatenate([np.empty(0, np.int64)] + [j for _, j in within])
-    else:
-        cls = rng.choice(counts.size, size=cap, p=pairs / pairs.sum())
-        a = rng.integers(0, counts[cls])
-        b = rng.integers(0, counts[cls] - 1)
-        b += b >= a  # any other member of the class
-    a, b = np.where(rng.random(a.size) < 0.5, (a, b), (b, a))  # either end gets the negative
-    first, second = order[starts[cls] + a], order[starts[cls] + b]
-    firsts, seconds, flags = [first], [second], [np.ones(first.size, np.float32)]
-    if counts.size > 1 and first.size:
-        other = rng.integers(0, labeled.size - counts[cls])  # skip the point's own label
-        other += np.where(other >= starts[cls], counts[cls], 0)
-        firsts.append(first)
-        seconds.append(order[other])
-        flags.append(np.zeros(first.size, np.float32))
-    return firsts, seconds, flags
+    idx = np.flatnonzero(labels >= 0)
+    first, second, flag = [], [], []
+    for i in idx:
+        same = idx[(labels[idx] == labels[i]) & (idx != i)]
+        other = idx[labels[idx] != labels[i]]
+        for pool, positive in ((same, 1.0), (other, 0.0)):
+            if pool.size:
+                first.append(i)
+                second.append(rng.choice(pool))
+                flag.append(positive)
+    return ([np.asarray(first, np.int64)], [np.asarray(second, np.int64)],
+            [np.asarray(flag, np.float32)])
 
 
 def check_groups(groups, n):

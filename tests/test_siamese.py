@@ -39,43 +39,17 @@ def test_siamese_training_lowers_the_loss_and_separates_pairs():
     assert d[positive == 1].mean() < 0.5 * d[positive == 0].mean()
 
 
-def _label_pairs(x, labels, n_nbrs=2):
-    """The pairs ``labels`` add to ``make_pairs``' own, as (first, second, positive)."""
-    plain = make_pairs(x, n_nbrs=n_nbrs, neighbors="exact", seed=0)
-    pairs = make_pairs(x, n_nbrs=n_nbrs, neighbors="exact", seed=0, labels=labels)
-    return tuple(a[len(plain[0]):] for a in pairs)
-
-
-def test_every_same_label_pair_is_a_positive_with_one_negative():
+def test_labeled_points_add_same_and_other_label_pairs():
     x, y = _blobs()
     labels = np.full(len(x), -1)
-    chosen = [0, 1, 2, 150, 151, 250]
-    labels[chosen] = y[chosen]
-    f, s, p = _label_pairs(x, labels)
-    pos = p == 1
-    # Each unordered same-label pair once: (0,1), (0,2), (1,2), (150,151).
-    assert sorted(map(tuple, np.sort(np.c_[f[pos], s[pos]], axis=1))) == [
-        (0, 1), (0, 2), (1, 2), (150, 151)]
-    # One negative per positive, from its first point to a labeled point of another label.
-    assert np.array_equal(np.sort(f[~pos]), np.sort(f[pos]))
-    assert np.all(labels[s[~pos]] >= 0) and np.all(labels[s[~pos]] != labels[f[~pos]])
-
-
-def test_label_positives_are_capped_at_the_datas_own():
-    x, y = _blobs()
-    f, s, p = _label_pairs(x, y)  # every point labeled: 3 x 4,950 same-label pairs
-    pos = p == 1
-    assert pos.sum() == (~pos).sum() == 600  # the 600 neighbour positives of n_nbrs=2
-    assert np.all(y[f[pos]] == y[s[pos]]) and np.all(f[pos] != s[pos])
-    assert np.all(y[f[~pos]] != y[s[~pos]])
-    assert set(np.unique(y[f[pos]])) == {0, 1, 2}
-
-
-def test_one_labeled_class_adds_positives_only():
-    x, y = _blobs()
-    labels = np.where(np.arange(len(x)) < 3, y, -1)
-    f, s, p = _label_pairs(x, labels)
-    assert len(f) == 3 and np.all(p == 1)
+    labels[[0, 1, 150, 151, 250]] = y[[0, 1, 150, 151, 250]]
+    plain = make_pairs(x, n_nbrs=2, neighbors="exact", seed=0)
+    first, second, positive = make_pairs(x, n_nbrs=2, neighbors="exact", seed=0, labels=labels)
+    extra = slice(len(plain[0]), None)
+    f, s, p = first[extra], second[extra], positive[extra]
+    assert len(f) == 9  # 5 negatives; positives for the 4 points whose label has a partner
+    assert np.all((labels[f] == labels[s]) == (p == 1))
+    assert np.all(labels[s] >= 0) and np.all(f != s)
 
 
 def test_too_many_neighbours_for_negative_pairs_is_refused():
