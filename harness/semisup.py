@@ -579,30 +579,23 @@ def gate_accs(x, y, known, seed, strength, k=2):
     with the reshaping kept only as ``train.check_label_classifier`` decides
     ("checked"), or, as the check before decided, only where the
     classifier's own held-out accuracy beats Poisson learning's on the graph
-    ("checked, classifier"); and on the graph the check leaves, the classes
-    of the reading the check scored higher ("checked, read":
-    ``train.graph_classes``). Returns ({name: ACC}, the check's dict or
+    ("checked, classifier"). Returns ({name: ACC}, the check's dict or
     None)."""
     from spectralnet_tf.metrics import acc
     from spectralnet_tf.spectral import poisson_labels
-    from spectralnet_tf.train import check_label_classifier, graph_classes
+    from spectralnet_tf.train import check_label_classifier
 
     aff, m = sampled_affinity(x, seed, known, strength)
     check = check_label_classifier(aff, x, known, batch_size=m, seed=seed, n_clusters=k)
     full = aff.for_full_data(len(x), m)
-    graphs = {True: full.graph(x)}
-    accs = {"reshaped": round(acc(y, poisson_labels(graphs[True], known, k)), 4)}
+    accs = {"reshaped": round(acc(y, poisson_labels(full.graph(x), known, k)), 4)}
     keeps = {"checked": check is None or check["keep"],
              "checked, classifier": kept_before(check)}
     if not all(keeps.values()):
         full.forget_labels()
-        graphs[False] = full.graph(x)
-        plain = round(acc(y, poisson_labels(graphs[False], known, k)), 4)
+        plain = round(acc(y, poisson_labels(full.graph(x), known, k)), 4)
     for name, keep in keeps.items():
         accs[name] = accs["reshaped"] if keep else plain
-    reading = "poisson" if check is None else check["reading"]
-    accs["checked, read"] = (accs["checked"] if reading == "poisson" else round(acc(
-        y, graph_classes(graphs[keeps["checked"]], known, k, reading, seed=seed)), 4))
     return accs, check
 
 
@@ -656,16 +649,13 @@ def _gate_table(trials, strength):
     held-out score against Poisson learning's) too."""
     target = ("max(SVM, harmonic, the graph alone)" if "unsupervised_acc" in trials[0]
               else "max(SVM, harmonic)")
-    graphs = ["reshaped"] + [g for g in ("checked, classifier", "checked", "checked, read")
+    graphs = ["reshaped"] + [g for g in ("checked, classifier", "checked")
                              if g in trials[0]["solver_acc"]]
     how = ("as the check decides" if "checked, classifier" in graphs
            else "only where the label classifier's held-out accuracy beats the graph's")
     print(f"{len(trials)} trials. Each row: the classes Poisson learning gives on the graph "
           f"reshaped at strength {strength:g} always, or {how}, against each trial's target "
-          f"({target} − 0.005)."
-          + (" \"Read as the check picks\": on the checked graph, the classes of the reading "
-             "the check scored higher (Poisson learning, or the graph's own cut named by the "
-             "labels)." if "checked, read" in graphs else "") + "\n")
+          f"({target} − 0.005).\n")
     groups = list(_groups(trials, ["fraction"]).items()) + [(("all",), trials)]
     rows = []
     for (fraction,), group in groups:
@@ -674,10 +664,6 @@ def _gate_table(trials, strength):
             if graph == "checked":
                 dropped = sum(t["check"] is not None and not t["check"]["keep"] for t in group)
                 label = f"checked ({dropped} dropped)"
-            elif graph == "checked, read":
-                cut = sum(t["check"] is not None and t["check"]["reading"] == "cut"
-                          for t in group)
-                label = f"checked, read as the check picks ({cut} by the cut)"
             elif graph == "checked, classifier":
                 dropped = sum(not kept_before(t["check"]) for t in group)
                 label = f"checked by the classifier's own score ({dropped} dropped)"

@@ -841,7 +841,6 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             steps_per_epoch=plan.steps_per_epoch, seed=train_seed, verbose=self.verbose,
             gradient=self.gradient, y_train=labels_train, y_val=labels_val,
             labeled_share=self.labeled_share, label_weight=self.label_weight,
-            label_reading=(self.label_check_ or {}).get("reading", "poisson"),
             checkpointer=checkpointers.get("spectral"),
             x_eval=Z if eigvecs is not None else None, eigvecs=eigvecs,
             strategy=self._strategy(), init=self.init, z_train=c_train, z_val=c_val,

@@ -259,10 +259,7 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
     unsupervised fit's reading) with each cluster named by the other folds'
     labels in it (``named_cut``). The reshaped graph is kept only where it
     scores strictly higher (``keep``); a tie goes to the graph as it is,
-    which holds what the labels say without the classifier's errors. Of the
-    graph it keeps, the reading that scored higher is the one the label term
-    asks for its classes (``reading``: "cut" where the cut scored strictly
-    higher, else "poisson").
+    which holds what the labels say without the classifier's errors.
 
     ``z`` are the rows ``fit_labels`` was given and ``labels`` theirs (-1:
     unknown); ``laplacian`` and ``n_clusters`` are the fit's (None: one
@@ -272,7 +269,7 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
     accuracies: ``classifier`` (the refitted classifier itself, for the
     record), ``reshaped`` and ``graph`` (each the better of its two
     readings), ``reshaped_poisson``, ``reshaped_cut``, ``poisson``, ``cut``;
-    ``labeled`` (the labeled points asked), ``keep`` and ``reading``.
+    ``labeled`` (the labeled points asked) and ``keep``.
     """
     from sklearn.base import clone
 
@@ -315,10 +312,7 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
     right["reshaped"] = max(right["reshaped_poisson"], right["reshaped_cut"])
     right["graph"] = max(right["poisson"], right["cut"])
     out = {name: round(count / labeled.size, 4) for name, count in right.items()}
-    keep = right["reshaped"] > right["graph"]
-    prefix = "reshaped_" if keep else ""
-    reading = "cut" if right[prefix + "cut"] > right[prefix + "poisson"] else "poisson"
-    return {**out, "labeled": int(labeled.size), "keep": keep, "reading": reading}
+    return {**out, "labeled": int(labeled.size), "keep": right["reshaped"] > right["graph"]}
 
 
 def graph_cut(w, k, laplacian="unnormalized", seed=0):
@@ -340,21 +334,7 @@ def named_cut(clusters, rows, classes, k):
     return names[clusters]
 
 
-def graph_classes(w, labels, k, reading="poisson", laplacian="unnormalized", seed=0):
-    """Each point's class as the graph ``w`` reads it with ``labels`` (-1:
-    unknown), the labeled points keeping theirs: Poisson learning
-    (``reading="poisson"``, ``spectral.poisson_labels``), or the graph's own
-    cut with each cluster named by the labeled points in it (``"cut"``:
-    ``graph_cut``, ``named_cut``). -1 where no label reaches."""
-    if reading == "poisson":
-        return poisson_labels(w, labels, k)
-    known = np.flatnonzero(labels >= 0)
-    named = named_cut(graph_cut(w, k, laplacian, seed), known, labels[known], k)
-    return np.where(labels >= 0, labels, named)
-
-
-def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=None,
-                  reading="poisson", laplacian="unnormalized"):
+def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=None):
     """The class targets of the label term (``losses.label_loss``), (n, k)
     one-hot rows: the labeled points' own classes; on the unlabeled points of
     a subsample, the class that Poisson learning on the graph SpectralNet's
@@ -380,12 +360,6 @@ def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=
     the rest drawn at random; ``z_train`` are the points' affinity
     coordinates. A point in a part of the subsample's graph that no label
     reaches gets no target. The same targets for the same ``seed``.
-
-    ``reading="cut"``: the classes of the graph's own cut instead, each
-    cluster named by the labeled points in it (``graph_cut`` with the fit's
-    ``laplacian``, ``named_cut``; a cluster with none gets no target), where
-    the check found the cut reading more held-out labels than Poisson
-    learning (``check_label_classifier``'s ``reading``).
     """
     n = len(z_train)
     targets = np.zeros((n, k), np.float32)
@@ -393,8 +367,8 @@ def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=
     targets[labeled, labels[labeled]] = 1.0
     rows = label_subsample(labels, subsample_size(n, batch_size), seed)
     if (labels[rows] < 0).any():
-        w = subsample_graph(affinity, z_train[rows], batch_size).numpy()
-        classes = graph_classes(w, labels[rows], k, reading, laplacian, seed)
+        w = subsample_graph(affinity, z_train[rows], batch_size)
+        classes = poisson_labels(w.numpy(), labels[rows], k)  # labeled rows keep theirs
         reached = classes >= 0
         targets[rows[reached]] = np.eye(k, dtype=np.float32)[classes[reached]]
     return distribute.run(distribute.get(strategy), distribute.from_first,
@@ -599,7 +573,6 @@ def train_spectralnet(
     y_val=None,
     labeled_share=0.0,
     label_weight=0.0,
-    label_reading="poisson",
     x_eval=None,
     eigvecs=None,
     checkpointer=None,
@@ -627,8 +600,7 @@ def train_spectralnet(
     labeled points (as many as there are, up to that share), and
     ``label_weight`` weighs the cross-entropy of the class targets in the
     loss: the labels, and on a subsample the classes Poisson learning gives
-    on the graph, or its named cut with ``label_reading="cut"``
-    (``label_targets``).
+    on the graph (``label_targets``).
     With ``eigvecs`` (the true eigenvectors on ``x_eval``), the history also
     holds the Grassmann distance after each epoch. ``z_train``/``z_val`` are
     the points' coordinates for the affinity, when they are not
@@ -676,8 +648,7 @@ def train_spectralnet(
         # The graph holds every label the fit was given, the hold-out's too.
         targets_tr = tf.constant(label_targets(
             affinity, np.concatenate([z_tr.numpy(), z_val]), np.r_[y_train, y_val], k,
-            batch_size=batch_size, seed=seed, strategy=strategy, reading=label_reading,
-            laplacian=laplacian)[:n])
+            batch_size=batch_size, seed=seed, strategy=strategy)[:n])
 
     def ortho_step(rows):
         # Orthogonalization step: the kernel from the Gram matrix of the whole minibatch.

@@ -192,11 +192,8 @@ def test_the_check_scores_both_graphs_on_the_classifiers_folds():
             right[name] += (answer == known[asked]).sum()
     right["reshaped"] = max(right["reshaped_poisson"], right["reshaped_cut"])
     right["graph"] = max(right["poisson"], right["cut"])
-    keep = bool(right["reshaped"] > right["graph"])
-    kept = "reshaped_" if keep else ""  # the label term reads the kept graph's better reading
-    reading = "cut" if right[kept + "cut"] > right[kept + "poisson"] else "poisson"
     assert check == {**{name: round(count / 40, 4) for name, count in right.items()},
-                     "labeled": 40, "keep": keep, "reading": reading}
+                     "labeled": 40, "keep": bool(right["reshaped"] > right["graph"])}
     assert check["keep"]  # here the reshaped graph knows the rings better than the graph
 
 
@@ -227,17 +224,6 @@ def test_the_check_keeps_the_classifier_only_where_its_graph_beats_the_graph():
 
 
 FAST = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=5, random_state=0)
-
-
-def test_fit_asks_the_label_term_for_the_reading_the_check_picked(monkeypatch):
-    import spectralnet_tf.train as train
-
-    asked, targets = [], train.label_targets
-    monkeypatch.setattr(train, "label_targets",
-                        lambda *a, **kw: asked.append(kw["reading"]) or targets(*a, **kw))
-    x, y = _rings(n=300, noise=0.11, outer=1.5)
-    net = SpectralNet(2, **FAST).fit(x, partial_labels=_partial(y))
-    assert asked == [net.label_check_["reading"]]
 
 
 @pytest.mark.slow  # five fits

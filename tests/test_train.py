@@ -276,27 +276,6 @@ def test_label_targets_hold_the_labels_and_give_the_graphs_poisson_classes():
     np.testing.assert_array_equal(label_targets(affinity, x, labels, 2, batch_size=128, seed=0), t)
 
 
-def test_label_targets_read_by_the_cut_name_each_cluster_by_its_labels():
-    # Three blobs, labels in two of them: the cut's third cluster holds no
-    # label and gets no target; the others take their labels' class.
-    from spectralnet_tf.affinity import GaussianKNNAffinity
-    from spectralnet_tf.train import graph_classes, graph_cut, subsample_graph
-
-    rng = np.random.default_rng(0)
-    y = np.repeat([0, 1, 2], 100)
-    x = (rng.normal(scale=0.3, size=(300, 2)) + 4.0 * np.eye(3)[y][:, :2]).astype(np.float32)
-    affinity = GaussianKNNAffinity(n_nbrs=5, scale_nbr=2).fit(x, 128)
-    labels = np.full(300, -1)
-    labels[[0, 1, 100]] = y[[0, 1, 100]]
-    t = label_targets(affinity, x, labels, 3, batch_size=128, seed=0, reading="cut")
-    w = subsample_graph(affinity, x, 128).numpy()
-    clusters = graph_cut(w, 3, seed=0)
-    third = clusters != clusters[[0, 100]][:, None]
-    np.testing.assert_array_equal(third.all(axis=0), y == 2)  # the cut finds the blobs
-    assert np.all(t[y == 2] == 0) and np.all(t[y < 2].argmax(axis=1) == y[y < 2])
-    np.testing.assert_array_equal(graph_classes(w, labels, 3, "cut"), np.where(y == 2, -1, y))
-
-
 def test_label_targets_are_not_swayed_by_the_number_of_labels_per_class():
     # Two overlapping Gaussian blobs, one label in one and four in the other:
     # the harmonic function of the same graph gives nearly every point the
