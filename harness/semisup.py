@@ -649,13 +649,17 @@ def _gate_table(trials, strength):
     held-out score against Poisson learning's) too."""
     target = ("max(SVM, harmonic, the graph alone)" if "unsupervised_acc" in trials[0]
               else "max(SVM, harmonic)")
-    graphs = ["reshaped"] + [g for g in ("checked, classifier", "checked")
+    graphs = ["reshaped"] + [g for g in ("checked, classifier", "checked", "checked, read")
                              if g in trials[0]["solver_acc"]]
     how = ("as the check decides" if "checked, classifier" in graphs
            else "only where the label classifier's held-out accuracy beats the graph's")
     print(f"{len(trials)} trials. Each row: the classes Poisson learning gives on the graph "
           f"reshaped at strength {strength:g} always, or {how}, against each trial's target "
-          f"({target} − 0.005).\n")
+          f"({target} − 0.005)."
+          + (" \"Read as the check picks\" (a change tried, not adopted): on the checked "
+             "graph, the classes of the reading the check scored higher (Poisson learning, or "
+             "the graph's own cut named by the labels)." if "checked, read" in graphs else "")
+          + "\n")
     groups = list(_groups(trials, ["fraction"]).items()) + [(("all",), trials)]
     rows = []
     for (fraction,), group in groups:
@@ -664,6 +668,10 @@ def _gate_table(trials, strength):
             if graph == "checked":
                 dropped = sum(t["check"] is not None and not t["check"]["keep"] for t in group)
                 label = f"checked ({dropped} dropped)"
+            elif graph == "checked, read":
+                cut = sum(t["check"] is not None and t["check"]["reading"] == "cut"
+                          for t in group)
+                label = f"checked, read as the check picks ({cut} by the cut)"
             elif graph == "checked, classifier":
                 dropped = sum(not kept_before(t["check"]) for t in group)
                 label = f"checked by the classifier's own score ({dropped} dropped)"

@@ -314,6 +314,21 @@ def test_gate_solves_on_the_graph_the_check_leaves_and_renders(tmp_path, load_sc
     assert "checked by the classifier's own score (" in out
 
 
+def test_gate_table_renders_the_reading_a_record_picked(tmp_path):
+    # A record of the change tried and not adopted: its table keeps the row of
+    # the classes read as the check picked them.
+    trials = [{"fraction": 0.01, "target": 0.8, "check": {"keep": keep, "reading": reading},
+               "solver_acc": {"reshaped": 0.9, "checked": 0.9, "checked, read": read}}
+              for keep, reading, read in ((False, "cut", 0.5), (True, "poisson", 0.9))]
+    path = tmp_path / "gate.json"
+    path.write_text(json.dumps({"kind": "gate", "command": "c", "commit": "x", "date": "d",
+                                "machine": "m", "strength": 8.0, "trials": trials}))
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
+                          str(path)], capture_output=True, text=True, check=True).stdout
+    assert "| 0.01 | checked (1 dropped) | 2 of 2 |" in out
+    assert "| 0.01 | checked, read as the check picks (1 by the cut) | 1 of 2 |" in out
+
+
 @pytest.mark.research
 def test_gate_on_the_digits_sets_the_target_by_three_references(tmp_path, load_script):
     from harness.semisup import harmonic_acc, partial_labels, supervised_acc, unsupervised_acc
