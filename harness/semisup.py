@@ -566,6 +566,12 @@ def cmd_targets(args):
     save_trials("targets", args.tag or "targets", args, trials, {"strength": strength})
 
 
+def kept(check):
+    """Whether the current check kept the label classifier (None: nothing
+    to check, kept)."""
+    return check is None or check["keep"]
+
+
 def kept_before(check):
     """Whether the check before the reshaped graph was scored kept the label
     classifier: its own held-out accuracy above Poisson learning's on the
@@ -589,8 +595,7 @@ def gate_accs(x, y, known, seed, strength, k=2):
     check = check_label_classifier(aff, x, known, batch_size=m, seed=seed, n_clusters=k)
     full = aff.for_full_data(len(x), m)
     accs = {"reshaped": round(acc(y, poisson_labels(full.graph(x), known, k)), 4)}
-    keeps = {"checked": check is None or check["keep"],
-             "checked, classifier": kept_before(check)}
+    keeps = {"checked": kept(check), "checked, classifier": kept_before(check)}
     if not all(keeps.values()):
         full.forget_labels()
         plain = round(acc(y, poisson_labels(full.graph(x), known, k)), 4)
@@ -653,20 +658,19 @@ def _gate_table(trials, strength):
                              if g in trials[0]["solver_acc"]]
     how = ("as the check decides" if "checked, classifier" in graphs
            else "only where the label classifier's held-out accuracy beats the graph's")
+    read = (" \"Read as the check picks\" (a change tried, not adopted): on the checked "
+            "graph, the classes of the reading the check scored higher (Poisson learning, or "
+            "the graph's own cut named by the labels)." if "checked, read" in graphs else "")
     print(f"{len(trials)} trials. Each row: the classes Poisson learning gives on the graph "
           f"reshaped at strength {strength:g} always, or {how}, against each trial's target "
-          f"({target} − 0.005)."
-          + (" \"Read as the check picks\" (a change tried, not adopted): on the checked "
-             "graph, the classes of the reading the check scored higher (Poisson learning, or "
-             "the graph's own cut named by the labels)." if "checked, read" in graphs else "")
-          + "\n")
+          f"({target} − 0.005).{read}\n")
     groups = list(_groups(trials, ["fraction"]).items()) + [(("all",), trials)]
     rows = []
     for (fraction,), group in groups:
         for graph in graphs:
             label = "always reshaped"
             if graph == "checked":
-                dropped = sum(t["check"] is not None and not t["check"]["keep"] for t in group)
+                dropped = sum(not kept(t["check"]) for t in group)
                 label = f"checked ({dropped} dropped)"
             elif graph == "checked, read":
                 cut = sum(t["check"] is not None and t["check"]["reading"] == "cut"
