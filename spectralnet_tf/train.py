@@ -39,13 +39,6 @@ WARM_START_RMS = 0.25
 #: eigenvectors it was fitted to has left the start: half of the one whole
 #: direction by which a saddle is off (distance >= 1).
 START_KEPT_MAX = 0.5
-#: The label classifier's check (``check_label_classifier``) sums its held-out
-#: answers over repeated draws of the folds until each graph has answered at
-#: least this many labels (a resolution of one percentage point)...
-CHECK_ANSWERS = 100
-#: ... in at most this many draws (scikit-learn's ``RepeatedStratifiedKFold``
-#: default).
-CHECK_MAX_DRAWS = 10
 
 
 class PlateauSchedule:
@@ -255,14 +248,11 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
     modes rather than the labels. So both graphs are asked for labels they
     did not see. The graph is the one the minibatches sample, on a
     subsample that holds the labeled points (``label_subsample``). Over
-    stratified folds of its labeled points (``labelscores.label_folds``), the
-    classifier is refitted on the other folds with its C and gamma and
-    reshapes the graph as the affinity would (its strength and width). The
-    first draw of the folds is the one those C and gamma were chosen on;
-    with fewer than ``CHECK_ANSWERS`` labels, further draws (``check_draws``,
-    ``fold_seeds``) add their answers, so that a dozen labels are not judged
-    by how they happened to fall into five folds. Each graph answers for
-    each held-out fold in two ways, and scores the better of them:
+    stratified folds of its labeled points, drawn as those the classifier's
+    C and gamma were chosen on (``labelscores.label_folds``), the classifier
+    is refitted on the other folds with those C and gamma and reshapes the
+    graph as the affinity would (its strength and width). Each graph answers
+    for the held-out fold in two ways, and scores the better of them:
     Poisson learning (``spectral.poisson_labels``) with the other folds'
     labels as sources (a point no label reaches counts as wrong), and its
     own cut (``graph_cut``: what the graph says with no labels, the
@@ -276,10 +266,10 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
     more than the largest label), the cuts' k. Returns None when there is nothing
     to check (no classifier, or a class with a single label in the
     subsample, where there are no folds), else a dict of held-out
-    accuracies over all draws: ``classifier`` (the refitted classifier
-    itself, for the record), ``reshaped`` and ``graph`` (each the better of
-    its two readings), ``reshaped_poisson``, ``reshaped_cut``, ``poisson``,
-    ``cut``; ``labeled`` (the labeled points asked), ``draws`` and ``keep``.
+    accuracies: ``classifier`` (the refitted classifier itself, for the
+    record), ``reshaped`` and ``graph`` (each the better of its two
+    readings), ``reshaped_poisson``, ``reshaped_cut``, ``poisson``, ``cut``;
+    ``labeled`` (the labeled points asked) and ``keep``.
     """
     from sklearn.base import clone
 
@@ -293,9 +283,9 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
     rows = label_subsample(labels, size, seed)
     sub = labels[rows]
     labeled = np.flatnonzero(sub >= 0)
-    if label_folds(sub[labeled], seed) is None:
+    folds = label_folds(sub[labeled], seed)
+    if folds is None:
         return None
-    draws = check_draws(labeled.size)
     scores = affinity.label_scores_
     plain = affinity.for_full_data(size, batch_size)
     plain.forget_labels()  # the graph as it is without the classifier
@@ -304,9 +294,7 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
     k = int(labels.max()) + 1 if n_clusters is None else n_clusters
     cut = graph_cut(w, k, laplacian, seed)
     right = dict.fromkeys(["classifier", "reshaped_poisson", "reshaped_cut", "poisson", "cut"], 0)
-    splits = (split for draw_seed in fold_seeds(seed, draws)
-              for split in label_folds(sub[labeled], draw_seed).split(labeled, sub[labeled]))
-    for train, test in splits:
+    for train, test in folds.split(labeled, sub[labeled]):
         seen, asked = labeled[train], labeled[test]
         fold = clone(classifier).fit(e[seen], sub[seen])
         reshaped = LabelScores(None, fold, scores.strength, scores.scale)(e)
@@ -323,23 +311,8 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
             right[name] += int(np.sum(answer == sub[asked]))
     right["reshaped"] = max(right["reshaped_poisson"], right["reshaped_cut"])
     right["graph"] = max(right["poisson"], right["cut"])
-    out = {name: round(count / (labeled.size * draws), 4) for name, count in right.items()}
-    return {**out, "labeled": int(labeled.size), "draws": draws,
-            "keep": right["reshaped"] > right["graph"]}
-
-
-def check_draws(labeled):
-    """How many draws of the folds ``check_label_classifier`` sums over, for
-    ``labeled`` labeled points: enough for ``CHECK_ANSWERS`` held-out answers
-    from each graph, at most ``CHECK_MAX_DRAWS``; one from ``CHECK_ANSWERS``
-    labels on."""
-    return int(min(CHECK_MAX_DRAWS, -(-CHECK_ANSWERS // labeled)))
-
-
-def fold_seeds(seed, draws):
-    """The seeds of the check's ``draws`` fold draws: ``seed`` first (the folds
-    the classifier's C and gamma were chosen on), then seeds drawn from it."""
-    return [seed, *np.random.default_rng(seed).integers(2**31 - 1, size=draws - 1).tolist()]
+    out = {name: round(count / labeled.size, 4) for name, count in right.items()}
+    return {**out, "labeled": int(labeled.size), "keep": right["reshaped"] > right["graph"]}
 
 
 def graph_cut(w, k, laplacian="unnormalized", seed=0):

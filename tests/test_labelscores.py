@@ -14,8 +14,7 @@ from spectralnet_tf.datasets import rings
 from spectralnet_tf.labelscores import (C_GRID, GAMMA_FACTORS, LabelScores, decision_columns,
                                         fit_label_classifier, kernel_width)
 from spectralnet_tf.spectral import poisson_labels
-from spectralnet_tf.train import (check_draws, check_label_classifier, fold_seeds, graph_cut,
-                                  named_cut)
+from spectralnet_tf.train import check_label_classifier, graph_cut, named_cut
 
 
 def _rings(n=400, noise=0.05, seed=0, outer=2.0):
@@ -170,11 +169,8 @@ def test_the_check_scores_both_graphs_on_the_classifiers_folds():
     svm, scores = aff.label_classifier_, aff.label_scores_
     cut = graph_cut(w, 2, seed=3)
     right = dict.fromkeys(["classifier", "reshaped_poisson", "reshaped_cut", "poisson", "cut"], 0)
-    draws = 3  # 40 labels: 120 held-out answers, the first 100 or more
-    seeds = [3, *np.random.default_rng(3).integers(2**31 - 1, size=2)]
-    splits = [split for s in seeds  # 20 labels of each class
-              for split in StratifiedKFold(5, shuffle=True, random_state=s).split(lab, known[lab])]
-    for train, test in splits:
+    folds = StratifiedKFold(5, shuffle=True, random_state=3)  # 20 labels of each class
+    for train, test in folds.split(lab, known[lab]):
         seen, asked = lab[train], lab[test]
         fold = SVC(C=svm.C, gamma=svm.gamma).fit(x[seen], known[seen])
         extended = np.hstack([x, scores.strength * scores.scale
@@ -196,20 +192,9 @@ def test_the_check_scores_both_graphs_on_the_classifiers_folds():
             right[name] += (answer == known[asked]).sum()
     right["reshaped"] = max(right["reshaped_poisson"], right["reshaped_cut"])
     right["graph"] = max(right["poisson"], right["cut"])
-    assert check == {**{name: round(count / (40 * draws), 4) for name, count in right.items()},
-                     "labeled": 40, "draws": draws,
-                     "keep": bool(right["reshaped"] > right["graph"])}
+    assert check == {**{name: round(count / 40, 4) for name, count in right.items()},
+                     "labeled": 40, "keep": bool(right["reshaped"] > right["graph"])}
     assert check["keep"]  # here the reshaped graph knows the rings better than the graph
-
-
-def test_the_check_draws_the_folds_until_each_graph_answers_a_hundred_labels():
-    """One draw (the classifier's own folds) from 100 labels on; below, as
-    many as 100 answers take, at most 10; the first seed is the fit's."""
-    assert [check_draws(n) for n in (2, 9, 10, 11, 13, 34, 50, 51, 99, 100, 700)] == [
-        10, 10, 10, 10, 8, 3, 2, 2, 2, 1, 1]
-    seeds = fold_seeds(7, 4)
-    assert seeds[0] == 7 and len(set(seeds)) == 4 and seeds == fold_seeds(7, 4)
-    assert fold_seeds(7, 1) == [7]
 
 
 def test_a_named_cut_gives_each_cluster_its_seen_labels_majority():
