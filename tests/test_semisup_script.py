@@ -352,7 +352,8 @@ def test_gate_on_the_digits_sets_the_target_by_three_references(tmp_path, load_s
             unsupervised_acc(x, y, 0, k=10))
     assert (trial["supervised_acc"], trial["harmonic_acc"], trial["unsupervised_acc"]) == refs
     assert trial["target"] == round(max(refs) - 0.005, 4) and trial["labeled"] == (known >= 0).sum()
-    assert set(trial["solver_acc"]) == {"reshaped", "checked", "checked, classifier"}
+    assert set(trial["solver_acc"]) == {"reshaped", "checked", "checked, graphs",
+                                        "checked, classifier"}
     out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
                           str(path)], capture_output=True, text=True, check=True).stdout
     assert "(max(SVM, harmonic, the graph alone) − 0.005)" in out
