@@ -568,21 +568,8 @@ def cmd_targets(args):
 
 def kept(check):
     """Whether the current check kept the label classifier (None: nothing
-    to check, kept): the graph it reshapes, or the classifier's own
-    classes."""
-    return check is None or check["keep"] or followed(check)
-
-
-def kept_graph(check):
-    """Whether the check before the classifier's own classes were weighed
-    kept the graph the classifier reshapes (None: nothing to check, kept)."""
+    to check, kept)."""
     return check is None or check["keep"]
-
-
-def followed(check):
-    """Whether the current check asked for the classifier's own classes
-    (records from before it: never)."""
-    return check is not None and check.get("follow", False)
 
 
 def kept_before(check):
@@ -595,13 +582,11 @@ def kept_before(check):
 def gate_accs(x, y, known, seed, strength, k=2):
     """The label term's classes (Poisson learning on the minibatches' graph,
     as ``solver_accs``) with the graph reshaped at ``strength`` always, and
-    as ``train.check_label_classifier`` decides ("checked": the graph
-    reshaped or not, or the classifier's own classes where it follows them);
-    as it decided before it weighed the classifier's classes ("checked,
-    graphs"); or, as the check before that decided, the reshaping kept only
-    where the classifier's own held-out accuracy beats Poisson learning's on
-    the graph ("checked, classifier"). Returns ({name: ACC}, the check's
-    dict or None)."""
+    with the reshaping kept only as ``train.check_label_classifier`` decides
+    ("checked"), or, as the check before decided, only where the
+    classifier's own held-out accuracy beats Poisson learning's on the graph
+    ("checked, classifier"). Returns ({name: ACC}, the check's dict or
+    None)."""
     from spectralnet_tf.metrics import acc
     from spectralnet_tf.spectral import poisson_labels
     from spectralnet_tf.train import check_label_classifier
@@ -610,16 +595,12 @@ def gate_accs(x, y, known, seed, strength, k=2):
     check = check_label_classifier(aff, x, known, batch_size=m, seed=seed, n_clusters=k)
     full = aff.for_full_data(len(x), m)
     accs = {"reshaped": round(acc(y, poisson_labels(full.graph(x), known, k)), 4)}
-    keeps = {"checked, graphs": kept_graph(check), "checked, classifier": kept_before(check)}
+    keeps = {"checked": kept(check), "checked, classifier": kept_before(check)}
     if not all(keeps.values()):
         full.forget_labels()
         plain = round(acc(y, poisson_labels(full.graph(x), known, k)), 4)
     for name, keep in keeps.items():
         accs[name] = accs["reshaped"] if keep else plain
-    accs["checked"] = accs["checked, graphs"]
-    if followed(check):  # the labeled points' own classes, the classifier's elsewhere
-        classes = aff.label_scores_.classes(aff.embed_all(x))
-        accs["checked"] = round(acc(y, np.where(known >= 0, known, classes)), 4)
     return accs, check
 
 
@@ -673,8 +654,7 @@ def _gate_table(trials, strength):
     held-out score against Poisson learning's) too."""
     target = ("max(SVM, harmonic, the graph alone)" if "unsupervised_acc" in trials[0]
               else "max(SVM, harmonic)")
-    graphs = ["reshaped"] + [g for g in ("checked, classifier", "checked, graphs", "checked",
-                                         "checked, read")
+    graphs = ["reshaped"] + [g for g in ("checked, classifier", "checked", "checked, read")
                              if g in trials[0]["solver_acc"]]
     how = ("as the check decides" if "checked, classifier" in graphs
            else "only where the label classifier's held-out accuracy beats the graph's")
@@ -691,12 +671,7 @@ def _gate_table(trials, strength):
             label = "always reshaped"
             if graph == "checked":
                 dropped = sum(not kept(t["check"]) for t in group)
-                follows = sum(followed(t["check"]) for t in group)
-                label = (f"checked ({dropped} dropped, {follows} the classifier's classes)"
-                         if "checked, graphs" in graphs else f"checked ({dropped} dropped)")
-            elif graph == "checked, graphs":
-                dropped = sum(not kept_graph(t["check"]) for t in group)
-                label = f"checked, graphs only ({dropped} dropped)"
+                label = f"checked ({dropped} dropped)"
             elif graph == "checked, read":
                 cut = sum(t["check"] is not None and t["check"]["reading"] == "cut"
                           for t in group)
@@ -952,8 +927,7 @@ def cmd_table(args):
                   f"| {t['kmeans_acc']:.4f} "
                   + "".join(f"| {t[key]:.4f} " if key in t else "| – " for key, _ in refs)
                   + (("| – " if c is None else f"| {c[first]:.4f} / {c['graph']:.4f} "
-                      f"({'classifier' if followed(c) else 'yes' if c['keep'] else 'no'}) ")
-                     if checked else "")
+                      f"({'yes' if c['keep'] else 'no'}) ") if checked else "")
                   + f"| {t['epochs']} | {s.get('siamese', 0):.0f} "
                   f"| {s['spectral']:.0f} | {s['total'] / 60:.1f} | {s['total'] * rate / 1000:.0f} |")
         return

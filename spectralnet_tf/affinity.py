@@ -91,8 +91,8 @@ class GaussianAffinity(BaseEstimator):
         width): pairs the classifier confidently puts on opposite sides lose
         their edge, so the labels can win where the graph joins the classes.
         0 leaves the graph as it is. ``SpectralNet`` keeps the classifier
-        only where the graph it reshapes beats the graph on held-out labels,
-        or where the classifier itself beats both (its ``label_check_``).
+        only where the graph it reshapes beats the graph on held-out labels
+        (its ``label_check_``).
     n_scale_batches : int, default=10
         Random batches over which the global median is taken.
 

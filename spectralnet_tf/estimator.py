@@ -306,9 +306,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         closing remark; ``losses.label_loss``: softmax over minus the squared
         distances to each class's mean output in the minibatch). The targets
         are the labels, and on a subsample of the unlabeled points the class
-        Poisson learning on the graph gives them (``train.label_targets``),
-        or the label classifier's where it beat the graph on held-out labels
-        (``label_check_``).
+        Poisson learning on the graph gives them (``train.label_targets``).
         0 turns it off. It helps where the labeled pairs alone leave the cut
         wrong.
     labeled_share : float, default=0.0
@@ -398,12 +396,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         reshapes ("reshaped") and of the graph without it ("graph"), each
         the better of Poisson learning ("reshaped_poisson", "poisson") and
         its own cut named by the labels ("reshaped_cut", "cut"); of the
-        classifier itself ("classifier"); whether the classifier
+        classifier itself ("classifier"); and whether the classifier
         reshaped the graph ("keep": only where "reshaped" scored strictly
-        higher); and whether the label term asked for the classifier's own
-        classes ("follow", on the reshaped graph: only where the
-        classifier's lead over the kept graph's better reading, "lead" in
-        standard errors, exceeded 1).
+        higher).
         None where nothing was checked (no classifier, or a class with a
         single label in the subsample checked). Not saved by ``save``.
     affinity_embedding_ : SiameseEmbedding, callable or None
@@ -803,7 +798,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         affinity = plan.affinity
         if embedding is not None:
             affinity.set_params(embedding=self.siamese_ if siamese else embedding)
-        self.label_check_ = label_classes = None
+        self.label_check_ = None
         if precomputed:  # the affinity's coordinates: each point's row in X (and W)
             coords = affinity.coordinates(n)
             self.affinity_ = affinity.fit(coords, plan.batch_size, graph=graph)
@@ -819,10 +814,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                                                        seed=scale_seed,
                                                        laplacian=self.laplacian,
                                                        n_clusters=plan.n_clusters)
-            check = self.label_check_
-            if check is not None and check["follow"]:  # the classifier's classes
-                label_classes = self.affinity_.label_scores_.classes
-            elif check is not None and not check["keep"]:
+            if self.label_check_ is not None and not self.label_check_["keep"]:
                 self.affinity_.forget_labels()
         k = plan.n_clusters
         if choose_k:
@@ -852,7 +844,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             checkpointer=checkpointers.get("spectral"),
             x_eval=Z if eigvecs is not None else None, eigvecs=eigvecs,
             strategy=self._strategy(), init=self.init, z_train=c_train, z_val=c_val,
-            log=self._epoch_log("spectralnet"), label_classes=label_classes,
+            log=self._epoch_log("spectralnet"),
         )
         if self.encoder is not None:
             self.history_["encode_seconds"] = encode_seconds

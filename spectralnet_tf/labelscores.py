@@ -128,15 +128,6 @@ class LabelScores:
         scores = np.tanh(decision_columns(self.classifier, e))
         return np.hstack([e, (self.strength * self.scale * scores).astype(np.float32)])
 
-    def classes(self, z):
-        """The classifier's class of each row of ``z``, rows of this map's
-        output: the classifier's prediction on their first columns (``e``;
-        the last ones are its scores)."""
-        z = np.asarray(z)
-        n_classes = len(self.classifier.classes_)
-        e = z[:, :z.shape[1] - (1 if n_classes == 2 else n_classes)]
-        return np.asarray(self.classifier.predict(np.asarray(e, np.float64)))
-
 
 def kernel_width(affinity, z, seed=0, sample=2048):
     """The fitted ``affinity``'s kernel width for the rows ``z``: its global

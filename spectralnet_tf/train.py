@@ -261,27 +261,15 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
     scores strictly higher (``keep``); a tie goes to the graph as it is,
     which holds what the labels say without the classifier's errors.
 
-    The classifier's own answers are weighed too: where they beat the kept
-    graph's better reading by more than one standard error
-    (``classifier_lead``), the labels alone know more than either graph,
-    and the label term asks for the classifier's classes rather than Poisson
-    learning's (``follow``; the fit then trains on the reshaped graph).
-    With a dozen labels a graph's readings can miss half the points while
-    the classifier's boundary holds; the standard error keeps a lead of one
-    held-out label, which a draw of the folds gives or takes, from
-    overriding the graph.
-
     ``z`` are the rows ``fit_labels`` was given and ``labels`` theirs (-1:
     unknown); ``laplacian`` and ``n_clusters`` are the fit's (None: one
     more than the largest label), the cuts' k. Returns None when there is nothing
     to check (no classifier, or a class with a single label in the
     subsample, where there are no folds), else a dict of held-out
-    accuracies: ``classifier`` (the refitted classifier itself),
-    ``reshaped`` and ``graph`` (each the better of its two readings),
-    ``reshaped_poisson``, ``reshaped_cut``, ``poisson``, ``cut``; ``labeled``
-    (the labeled points asked), ``keep``, ``lead`` (the classifier's lead
-    over the kept graph's better reading, in standard errors) and
-    ``follow``.
+    accuracies: ``classifier`` (the refitted classifier itself, for the
+    record), ``reshaped`` and ``graph`` (each the better of its two
+    readings), ``reshaped_poisson``, ``reshaped_cut``, ``poisson``, ``cut``;
+    ``labeled`` (the labeled points asked) and ``keep``.
     """
     from sklearn.base import clone
 
@@ -305,8 +293,7 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
     w = plain.kernel_matrix(tf.constant(e)).numpy()
     k = int(labels.max()) + 1 if n_clusters is None else n_clusters
     cut = graph_cut(w, k, laplacian, seed)
-    names = ["classifier", "reshaped_poisson", "reshaped_cut", "poisson", "cut"]
-    hits = {name: np.zeros(labeled.size, bool) for name in names}  # in labeled's order
+    right = dict.fromkeys(["classifier", "reshaped_poisson", "reshaped_cut", "poisson", "cut"], 0)
     for train, test in folds.split(labeled, sub[labeled]):
         seen, asked = labeled[train], labeled[test]
         fold = clone(classifier).fit(e[seen], sub[seen])
@@ -321,34 +308,11 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
                    "poisson": poisson_labels(w, hidden, k)[asked],
                    "cut": named_cut(cut, seen, sub[seen], k)[asked]}
         for name, answer in answers.items():
-            hits[name][test] = answer == sub[asked]
-    right = {name: int(hit.sum()) for name, hit in hits.items()}
+            right[name] += int(np.sum(answer == sub[asked]))
     right["reshaped"] = max(right["reshaped_poisson"], right["reshaped_cut"])
     right["graph"] = max(right["poisson"], right["cut"])
-    keep = right["reshaped"] > right["graph"]
-    # The kept graph's better reading (Poisson learning on a tie), label by label.
-    prefix = "reshaped_" if keep else ""
-    better = prefix + ("poisson" if right[prefix + "poisson"] >= right[prefix + "cut"] else "cut")
-    lead = classifier_lead(hits["classifier"], hits[better])
     out = {name: round(count / labeled.size, 4) for name, count in right.items()}
-    return {**out, "labeled": int(labeled.size), "keep": keep, "lead": round(lead, 4),
-            "follow": lead > 1.0}
-
-
-def classifier_lead(classifier, graph):
-    """How far the classifier's held-out answers lead the graph's, in
-    standard errors: McNemar's statistic (b - c) / sqrt(b + c) over the
-    labels where the two disagree (b: the classifier right and the graph
-    wrong; c: the reverse; 0 where they never disagree). ``classifier`` and
-    ``graph`` are boolean arrays, one entry per held-out label: right or
-    not. ``check_label_classifier`` follows the classifier where this
-    exceeds 1, the one-standard-error rule: the graph, SpectralNet's own
-    answer, stays unless the alternative beats it by more than one standard
-    error. A lead of a single label never does."""
-    classifier, graph = np.asarray(classifier, bool), np.asarray(graph, bool)
-    b = int(np.sum(classifier & ~graph))
-    c = int(np.sum(~classifier & graph))
-    return 0.0 if b + c == 0 else (b - c) / float(np.sqrt(b + c))
+    return {**out, "labeled": int(labeled.size), "keep": right["reshaped"] > right["graph"]}
 
 
 def graph_cut(w, k, laplacian="unnormalized", seed=0):
@@ -370,17 +334,13 @@ def named_cut(clusters, rows, classes, k):
     return names[clusters]
 
 
-def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=None,
-                  label_classes=None):
+def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=None):
     """The class targets of the label term (``losses.label_loss``), (n, k)
     one-hot rows: the labeled points' own classes; on the unlabeled points of
     a subsample, the class that Poisson learning on the graph SpectralNet's
     minibatches sample gives them (``spectral.poisson_labels`` of
     ``Affinity.for_full_data`` on the subsample: the largest of the k
-    functions), or with ``label_classes`` (a map from rows of ``z_train`` to
-    classes: ``labelscores.LabelScores.classes``, where
-    ``check_label_classifier`` follows the classifier) the class it gives
-    them; zero rows on the other points.
+    functions); zero rows on the other points.
 
     Through the labeled points alone, a few labels are a few percent of a
     minibatch's loss, and the net can end far from what the graph and the
@@ -406,10 +366,7 @@ def label_targets(affinity, z_train, labels, k, *, batch_size, seed=0, strategy=
     labeled = np.flatnonzero(labels >= 0)
     targets[labeled, labels[labeled]] = 1.0
     rows = label_subsample(labels, subsample_size(n, batch_size), seed)
-    if label_classes is not None:
-        unlabeled = rows[labels[rows] < 0]
-        targets[unlabeled] = np.eye(k, dtype=np.float32)[label_classes(z_train[unlabeled])]
-    elif (labels[rows] < 0).any():
+    if (labels[rows] < 0).any():
         w = subsample_graph(affinity, z_train[rows], batch_size)
         classes = poisson_labels(w.numpy(), labels[rows], k)  # labeled rows keep theirs
         reached = classes >= 0
@@ -624,7 +581,6 @@ def train_spectralnet(
     z_train=None,
     z_val=None,
     log=None,
-    label_classes=None,
 ):
     """Algorithm 1: train F_theta (``model``) with alternating ortho and
     gradient steps, then set the Orthonorm kernel on the whole training set.
@@ -644,7 +600,7 @@ def train_spectralnet(
     labeled points (as many as there are, up to that share), and
     ``label_weight`` weighs the cross-entropy of the class targets in the
     loss: the labels, and on a subsample the classes Poisson learning gives
-    on the graph (``label_targets``), or those ``label_classes`` gives them.
+    on the graph (``label_targets``).
     With ``eigvecs`` (the true eigenvectors on ``x_eval``), the history also
     holds the Grassmann distance after each epoch. ``z_train``/``z_val`` are
     the points' coordinates for the affinity, when they are not
@@ -692,8 +648,7 @@ def train_spectralnet(
         # The graph holds every label the fit was given, the hold-out's too.
         targets_tr = tf.constant(label_targets(
             affinity, np.concatenate([z_tr.numpy(), z_val]), np.r_[y_train, y_val], k,
-            batch_size=batch_size, seed=seed, strategy=strategy,
-            label_classes=label_classes)[:n])
+            batch_size=batch_size, seed=seed, strategy=strategy)[:n])
 
     def ortho_step(rows):
         # Orthogonalization step: the kernel from the Gram matrix of the whole minibatch.

@@ -14,7 +14,7 @@ from spectralnet_tf.datasets import rings
 from spectralnet_tf.labelscores import (C_GRID, GAMMA_FACTORS, LabelScores, decision_columns,
                                         fit_label_classifier, kernel_width)
 from spectralnet_tf.spectral import poisson_labels
-from spectralnet_tf.train import check_label_classifier, classifier_lead, graph_cut, named_cut
+from spectralnet_tf.train import check_label_classifier, graph_cut, named_cut
 
 
 def _rings(n=400, noise=0.05, seed=0, outer=2.0):
@@ -79,32 +79,6 @@ def test_label_scores_append_scaled_tanh_of_the_decision_values():
     svm3 = fit_label_classifier(x, _partial(y3, 5))
     assert decision_columns(svm3, x).shape == (len(x), 3)
     assert LabelScores(None, svm3, 1.0, 1.0)(x).shape == (len(x), 5)
-
-
-def test_label_scores_give_back_the_classifiers_classes_from_their_output():
-    x, y = _rings()
-    svm = fit_label_classifier(x, _partial(y))
-    scores = LabelScores(lambda v: 2 * v, svm, 4.0, 0.25)
-    np.testing.assert_array_equal(scores.classes(scores(x / 2)), svm.predict(x))
-    y3 = np.where(x[:, 0] > 1.0, 2, y)  # three classes: a column each
-    svm3 = fit_label_classifier(x, _partial(y3, 5))
-    three = LabelScores(None, svm3, 1.0, 1.0)
-    assert set(svm3.predict(x)) == {0, 1, 2}
-    np.testing.assert_array_equal(three.classes(three(x)), svm3.predict(x))
-
-
-def test_the_classifiers_lead_is_mcnemars_statistic():
-    """(b - c) / sqrt(b + c) over the held-out labels the classifier and
-    the graph answer differently; a lead of one label is exactly 1, which
-    the check does not follow."""
-    graph = np.array([1, 1, 0, 0, 0, 1, 0], bool)
-    three_one = np.array([1, 0, 1, 1, 1, 1, 0], bool)  # b = 3, c = 1
-    three_none = np.array([1, 1, 1, 1, 1, 1, 0], bool)  # b = 3, c = 0
-    assert classifier_lead(three_one, graph) == 1.0
-    assert classifier_lead(three_none, graph) == pytest.approx(np.sqrt(3.0))
-    assert classifier_lead(graph, three_none) == pytest.approx(-np.sqrt(3.0))
-    assert classifier_lead([True, False], [False, False]) == 1.0
-    assert classifier_lead(graph, graph) == 0.0
 
 
 def test_more_than_two_classes_score_each_class_by_a_margin_of_its_own():
@@ -195,7 +169,6 @@ def test_the_check_scores_both_graphs_on_the_classifiers_folds():
     svm, scores = aff.label_classifier_, aff.label_scores_
     cut = graph_cut(w, 2, seed=3)
     right = dict.fromkeys(["classifier", "reshaped_poisson", "reshaped_cut", "poisson", "cut"], 0)
-    hits = {name: {} for name in right}  # labeled row -> answered right
     folds = StratifiedKFold(5, shuffle=True, random_state=3)  # 20 labels of each class
     for train, test in folds.split(lab, known[lab]):
         seen, asked = lab[train], lab[test]
@@ -217,17 +190,11 @@ def test_the_check_scores_both_graphs_on_the_classifiers_folds():
                    "poisson": poisson_labels(w, hidden, 2)[asked], "cut": named(cut)}
         for name, answer in answers.items():
             right[name] += (answer == known[asked]).sum()
-            hits[name].update(zip(asked, answer == known[asked]))
     right["reshaped"] = max(right["reshaped_poisson"], right["reshaped_cut"])
     right["graph"] = max(right["poisson"], right["cut"])
-    keep = bool(right["reshaped"] > right["graph"])
-    assert keep  # here the reshaped graph knows the rings better than the graph
-    better = max(["reshaped_poisson", "reshaped_cut"], key=right.get)  # Poisson on a tie
-    b = sum(hits["classifier"][i] and not hits[better][i] for i in lab)
-    c = sum(hits[better][i] and not hits["classifier"][i] for i in lab)
-    lead = (b - c) / np.sqrt(b + c)
     assert check == {**{name: round(count / 40, 4) for name, count in right.items()},
-                     "labeled": 40, "keep": keep, "lead": round(lead, 4), "follow": lead > 1}
+                     "labeled": 40, "keep": bool(right["reshaped"] > right["graph"])}
+    assert check["keep"]  # here the reshaped graph knows the rings better than the graph
 
 
 def test_a_named_cut_gives_each_cluster_its_seen_labels_majority():
@@ -286,31 +253,6 @@ def test_fit_extends_the_affinity_only_with_labels_of_two_classes_and_a_strength
     with pytest.raises(ValueError, match=r"label_strength must be a number >= 0, got "
                                          r"label_strength=-1"):
         SpectralNet(2).set_params(affinity__label_strength=-1).fit(x, partial_labels=known)
-
-
-def test_the_label_term_asks_for_the_classifiers_classes_where_the_check_follows_it(
-        monkeypatch):
-    import spectralnet_tf.estimator as estimator
-    import spectralnet_tf.train as train
-
-    x, y = _rings(n=300, noise=0.11, outer=1.5)
-    known = _partial(y)
-    asked = []
-    targets, check = train.label_targets, estimator.check_label_classifier
-
-    def spy(*args, label_classes=None, **kwargs):
-        asked.append(label_classes)
-        return targets(*args, label_classes=label_classes, **kwargs)
-
-    monkeypatch.setattr(train, "label_targets", spy)
-    net = SpectralNet(2, **FAST).fit(x, partial_labels=known)
-    assert not net.label_check_["follow"] and asked[-1] is None  # Poisson learning's classes
-    # Followed, the classifier reshapes the graph too, even where "keep" is not set.
-    monkeypatch.setattr(estimator, "check_label_classifier",
-                        lambda *a, **kw: {**check(*a, **kw), "keep": False, "follow": True})
-    net.fit(x, partial_labels=known)
-    assert net.affinity_.embedder() is net.affinity_.label_scores_
-    assert asked[-1] == net.affinity_.label_scores_.classes
 
 
 def test_save_and_load_keep_the_parameter_and_predictions(tmp_path):

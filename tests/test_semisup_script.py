@@ -295,28 +295,22 @@ def test_gate_solves_on_the_graph_the_check_leaves_and_renders(tmp_path, load_sc
         aff, m = sampled_affinity(x, 0, known, record["strength"])
         assert trial["check"] == check_label_classifier(aff, x, known, batch_size=m, seed=0)
         reshaped = acc(y, poisson_labels(aff.for_full_data(300, m).graph(x), known, 2))
-        svm = acc(y, np.where(known >= 0, known, aff.label_classifier_.predict(x)))
         aff.forget_labels()
         plain = acc(y, poisson_labels(aff.for_full_data(300, m).graph(x), known, 2))
-        keep, follow = trial["check"]["keep"], trial["check"]["follow"]
+        keep = trial["check"]["keep"]
         before = semisup.kept_before(trial["check"])
-        graphs = round(reshaped if keep else plain, 4)
         assert trial["solver_acc"] == {"reshaped": round(reshaped, 4),
-                                       "checked, graphs": graphs,
-                                       "checked": round(svm, 4) if follow else graphs,
+                                       "checked": round(reshaped if keep else plain, 4),
                                        "checked, classifier": round(reshaped if before
                                                                     else plain, 4)}
-        kept.append((keep, follow))
-    # Noisy rings: the reshaped graph; far-apart ones: the graph. The classifier's
-    # own classes lead neither by more than a standard error.
-    assert kept == [(True, False), (False, False)]
+        kept.append(keep)
+    assert kept == [True, False]  # noisy rings: the classifier; far-apart ones: the graph
     out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
                           str(path)], capture_output=True, text=True, check=True).stdout
     hits = {g: sum(t["solver_acc"][g] >= t["target"] for t in record["trials"])
             for g in ("reshaped", "checked")}
     assert f"| 0.05 | always reshaped | {hits['reshaped']} of 2 |" in out
-    assert f"| all | checked (1 dropped, 0 the classifier's classes) | {hits['checked']} of 2 |" in out
-    assert "| all | checked, graphs only (1 dropped) |" in out
+    assert f"| all | checked (1 dropped) | {hits['checked']} of 2 |" in out
     assert "checked by the classifier's own score (" in out
 
 
@@ -352,8 +346,7 @@ def test_gate_on_the_digits_sets_the_target_by_three_references(tmp_path, load_s
             unsupervised_acc(x, y, 0, k=10))
     assert (trial["supervised_acc"], trial["harmonic_acc"], trial["unsupervised_acc"]) == refs
     assert trial["target"] == round(max(refs) - 0.005, 4) and trial["labeled"] == (known >= 0).sum()
-    assert set(trial["solver_acc"]) == {"reshaped", "checked", "checked, graphs",
-                                        "checked, classifier"}
+    assert set(trial["solver_acc"]) == {"reshaped", "checked", "checked, classifier"}
     out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
                           str(path)], capture_output=True, text=True, check=True).stdout
     assert "(max(SVM, harmonic, the graph alone) − 0.005)" in out

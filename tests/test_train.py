@@ -276,28 +276,6 @@ def test_label_targets_hold_the_labels_and_give_the_graphs_poisson_classes():
     np.testing.assert_array_equal(label_targets(affinity, x, labels, 2, batch_size=128, seed=0), t)
 
 
-def test_label_targets_take_the_classes_a_classifier_gives_where_one_is_given(monkeypatch):
-    # A split the graph does not follow (across both blobs): the targets of
-    # the subsample's unlabeled points are its classes, the labeled points
-    # keep their own, the points outside the subsample get none.
-    import spectralnet_tf.train as train
-
-    monkeypatch.setattr(train, "WARM_START_POINTS", 150)
-    x, y, affinity = _two_blobs_and_affinity(batch_size=100)
-    labels = np.where(np.arange(len(y)) % 10 == 0, y, -1)
-
-    def split(z):
-        return (z[:, 0] > z[:, 1]).astype(np.int64)  # the blobs lie along the diagonal
-
-    t = label_targets(affinity, x, labels, 2, batch_size=100, seed=0, label_classes=split)
-    has = t.sum(axis=1) > 0
-    assert has.sum() == 150 and has[labels >= 0].all()
-    np.testing.assert_array_equal(t[labels >= 0].argmax(axis=1), y[labels >= 0])
-    unlabeled = has & (labels < 0)
-    np.testing.assert_array_equal(t[unlabeled].argmax(axis=1), split(x[unlabeled]))
-    assert 0.3 < np.mean(split(x[unlabeled]) == y[unlabeled]) < 0.7  # not the blobs' classes
-
-
 def test_label_targets_are_not_swayed_by_the_number_of_labels_per_class():
     # Two overlapping Gaussian blobs, one label in one and four in the other:
     # the harmonic function of the same graph gives nearly every point the
