@@ -572,6 +572,13 @@ def kept(check):
     return check is None or check["keep"]
 
 
+def followed(check):
+    """Whether a check asked for the label classifier's own classes, where
+    its held-out answers led the kept graph's by more than one standard
+    error (a change tried and not adopted; its records only)."""
+    return check is not None and check.get("follow", False)
+
+
 def kept_before(check):
     """Whether the check before the reshaped graph was scored kept the label
     classifier: its own held-out accuracy above Poisson learning's on the
@@ -654,13 +661,18 @@ def _gate_table(trials, strength):
     held-out score against Poisson learning's) too."""
     target = ("max(SVM, harmonic, the graph alone)" if "unsupervised_acc" in trials[0]
               else "max(SVM, harmonic)")
-    graphs = ["reshaped"] + [g for g in ("checked, classifier", "checked", "checked, read")
+    graphs = ["reshaped"] + [g for g in ("checked, classifier", "checked, graphs", "checked",
+                                         "checked, read")
                              if g in trials[0]["solver_acc"]]
+    follow = "checked, graphs" in graphs  # the record of the classifier's classes tried
     how = ("as the check decides" if "checked, classifier" in graphs
            else "only where the label classifier's held-out accuracy beats the graph's")
     read = (" \"Read as the check picks\" (a change tried, not adopted): on the checked "
             "graph, the classes of the reading the check scored higher (Poisson learning, or "
             "the graph's own cut named by the labels)." if "checked, read" in graphs else "")
+    read += (" \"The classifier's classes where it leads\" (a change tried, not adopted): "
+             "as checked, but the label classifier's own classes where its held-out answers "
+             "led the checked graph's by more than one standard error." if follow else "")
     print(f"{len(trials)} trials. Each row: the classes Poisson learning gives on the graph "
           f"reshaped at strength {strength:g} always, or {how}, against each trial's target "
           f"({target} − 0.005).{read}\n")
@@ -669,7 +681,10 @@ def _gate_table(trials, strength):
     for (fraction,), group in groups:
         for graph in graphs:
             label = "always reshaped"
-            if graph == "checked":
+            if graph == "checked" and follow:
+                follows = sum(followed(t["check"]) for t in group)
+                label = f"the classifier's classes where it leads ({follows} followed)"
+            elif graph in ("checked", "checked, graphs"):
                 dropped = sum(not kept(t["check"]) for t in group)
                 label = f"checked ({dropped} dropped)"
             elif graph == "checked, read":

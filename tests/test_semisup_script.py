@@ -329,6 +329,26 @@ def test_gate_table_renders_the_reading_a_record_picked(tmp_path):
     assert "| 0.01 | checked, read as the check picks (1 by the cut) | 1 of 2 |" in out
 
 
+def test_gate_table_renders_the_classifiers_classes_a_record_followed(tmp_path):
+    # A record of the change tried and not adopted: the check without it
+    # ("checked, graphs") and with it ("checked") side by side.
+    trials = [{"fraction": 0.01, "target": 0.8,
+               "check": {"keep": keep, "follow": follow, "classifier": 0.9, "poisson": 0.8},
+               "solver_acc": {"reshaped": 0.9, "checked, classifier": 0.9,
+                              "checked, graphs": graphs, "checked": checked}}
+              for keep, follow, graphs, checked in ((False, True, 0.85, 0.7),
+                                                    (True, False, 0.9, 0.9),
+                                                    (False, False, 0.75, 0.75))]
+    path = tmp_path / "gate.json"
+    path.write_text(json.dumps({"kind": "gate", "command": "c", "commit": "x", "date": "d",
+                                "machine": "m", "strength": 8.0, "trials": trials}))
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
+                          str(path)], capture_output=True, text=True, check=True).stdout
+    assert "| 0.01 | checked (2 dropped) | 2 of 3 |" in out
+    assert "| 0.01 | the classifier's classes where it leads (1 followed) | 1 of 3 |" in out
+    assert "\"The classifier's classes where it leads\" (a change tried, not adopted)" in out
+
+
 @pytest.mark.research
 def test_gate_on_the_digits_sets_the_target_by_three_references(tmp_path, load_script):
     from harness.semisup import harmonic_acc, partial_labels, supervised_acc, unsupervised_acc
