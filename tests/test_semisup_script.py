@@ -314,17 +314,22 @@ def test_gate_solves_on_the_graph_the_check_leaves_and_renders(tmp_path, load_sc
     assert "checked by the classifier's own score (" in out
 
 
+def _gate_table(tmp_path, trials):
+    """``semisup.py table`` of a gate record holding ``trials``."""
+    path = tmp_path / "gate.json"
+    path.write_text(json.dumps({"kind": "gate", "command": "c", "commit": "x", "date": "d",
+                                "machine": "m", "strength": 8.0, "trials": trials}))
+    return subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
+                           str(path)], capture_output=True, text=True, check=True).stdout
+
+
 def test_gate_table_renders_the_reading_a_record_picked(tmp_path):
     # A record of the change tried and not adopted: its table keeps the row of
     # the classes read as the check picked them.
     trials = [{"fraction": 0.01, "target": 0.8, "check": {"keep": keep, "reading": reading},
                "solver_acc": {"reshaped": 0.9, "checked": 0.9, "checked, read": read}}
               for keep, reading, read in ((False, "cut", 0.5), (True, "poisson", 0.9))]
-    path = tmp_path / "gate.json"
-    path.write_text(json.dumps({"kind": "gate", "command": "c", "commit": "x", "date": "d",
-                                "machine": "m", "strength": 8.0, "trials": trials}))
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
-                          str(path)], capture_output=True, text=True, check=True).stdout
+    out = _gate_table(tmp_path, trials)
     assert "| 0.01 | checked (1 dropped) | 2 of 2 |" in out
     assert "| 0.01 | checked, read as the check picks (1 by the cut) | 1 of 2 |" in out
 
@@ -339,11 +344,7 @@ def test_gate_table_renders_the_classifiers_classes_a_record_followed(tmp_path):
               for keep, follow, graphs, checked in ((False, True, 0.85, 0.7),
                                                     (True, False, 0.9, 0.9),
                                                     (False, False, 0.75, 0.75))]
-    path = tmp_path / "gate.json"
-    path.write_text(json.dumps({"kind": "gate", "command": "c", "commit": "x", "date": "d",
-                                "machine": "m", "strength": 8.0, "trials": trials}))
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
-                          str(path)], capture_output=True, text=True, check=True).stdout
+    out = _gate_table(tmp_path, trials)
     assert "| 0.01 | checked (2 dropped) | 2 of 3 |" in out
     assert "| 0.01 | the classifier's classes where it leads (1 followed) | 1 of 3 |" in out
     assert "\"The classifier's classes where it leads\" (a change tried, not adopted)" in out
