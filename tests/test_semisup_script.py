@@ -15,11 +15,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORD = os.path.join(ROOT, "benchmarks", "results", "2026-11-22-issue17-ablate-dev-n5000.json")
 
 
+def _table(record):
+    """The output of ``semisup.py table RECORD``, run as a user runs it."""
+    return subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
+                           str(record)], capture_output=True, text=True, check=True).stdout
+
+
 @pytest.mark.slow  # TensorFlow starts in a subprocess
 @pytest.mark.research
 def test_table_of_a_committed_record():
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table", RECORD],
-                         capture_output=True, text=True, check=True).stdout
+    out = _table(RECORD)
     assert "| cross-entropy, no oversampling | 5000 | 2.0 | 0.22 | 0.02 | 0.988" in out
     assert "| 100 101 102 | 0.987 0.989 0.986 | 0.9864 |" in out
 
@@ -39,8 +44,7 @@ def test_rings_and_the_bayes_accuracy_of_thresholding_the_radius():
 
 def test_table_of_the_mnist_record():
     record = os.path.join(ROOT, "benchmarks", "results", "2026-11-22-issue17-mnist-labels-seed0.json")
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table", record],
-                         capture_output=True, text=True, check=True).stdout
+    out = _table(record)
     assert "| 0.001 | 67 | 0.9746 | 0.9324 | 0.7426 | 100 | 903 | 1109 | 34.0 | 267 |" in out
     assert "labeled fraction | labeled points | ACC | NMI" in out
 
@@ -212,8 +216,7 @@ def test_strengths_scores_each_strength_by_held_out_labels_and_renders(tmp_path,
     # Labels that contradict the rings cannot be predicted from the others.
     flipped = np.where(known >= 0, np.arange(len(known)) % 2, -1)
     assert held_out_brier(x, flipped, [0.0], 0)[0.0] > 0.4
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
-                          str(path)], capture_output=True, text=True, check=True).stdout
+    out = _table(path)
     assert "| strength 8 | 1 of 1 | 0 |" in out and "| chosen by held-out Brier score | 1 of 1 |" in out
 
 
@@ -239,8 +242,7 @@ def test_draws_keeps_the_reference_as_draw_zero_and_renders(tmp_path, load_scrip
     flipped = np.where(known >= 0, np.arange(len(known)) % 2, -1)
     svm, reshaped = draw_accs(x, y, flipped, 0, 2, 8.0)
     assert max(reshaped) < 0.9 and len(svm) == 2
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
-                          str(path)], capture_output=True, text=True, check=True).stdout
+    out = _table(path)
     # The row counts what the record holds (other SVM draws against draw 0's target).
     other = sum(a >= trial["target"] for a in trial["svm_by_draw"][1:])
     spread = max(trial["svm_by_draw"]) - min(trial["svm_by_draw"])
@@ -268,8 +270,7 @@ def test_targets_scores_each_solver_on_the_reshaped_graph_and_renders(tmp_path, 
     w = sampled_graph(x.astype(np.float32), 0, known, strength)[0]
     assert trial["solver_acc"] == {"harmonic": round(acc(y, harmonic_labels(w, known, 2)), 4),
                                    "poisson": round(acc(y, poisson_labels(w, known, 2)), 4)}
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
-                          str(path)], capture_output=True, text=True, check=True).stdout
+    out = _table(path)
     for solver in ("harmonic", "poisson"):
         hit = int(trial["solver_acc"][solver] >= trial["target"])
         assert f"| 0.05 | {solver} | {hit} of 1 |" in out
@@ -305,8 +306,7 @@ def test_gate_solves_on_the_graph_the_check_leaves_and_renders(tmp_path, load_sc
                                                                     else plain, 4)}
         kept.append(keep)
     assert kept == [True, False]  # noisy rings: the classifier; far-apart ones: the graph
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
-                          str(path)], capture_output=True, text=True, check=True).stdout
+    out = _table(path)
     hits = {g: sum(t["solver_acc"][g] >= t["target"] for t in record["trials"])
             for g in ("reshaped", "checked")}
     assert f"| 0.05 | always reshaped | {hits['reshaped']} of 2 |" in out
@@ -319,8 +319,7 @@ def _gate_table(tmp_path, trials):
     path = tmp_path / "gate.json"
     path.write_text(json.dumps({"kind": "gate", "command": "c", "commit": "x", "date": "d",
                                 "machine": "m", "strength": 8.0, "trials": trials}))
-    return subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
-                           str(path)], capture_output=True, text=True, check=True).stdout
+    return _table(path)
 
 
 def test_gate_table_renders_the_reading_a_record_picked(tmp_path):
@@ -368,8 +367,7 @@ def test_gate_on_the_digits_sets_the_target_by_three_references(tmp_path, load_s
     assert (trial["supervised_acc"], trial["harmonic_acc"], trial["unsupervised_acc"]) == refs
     assert trial["target"] == round(max(refs) - 0.005, 4) and trial["labeled"] == (known >= 0).sum()
     assert set(trial["solver_acc"]) == {"reshaped", "checked", "checked, classifier"}
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
-                          str(path)], capture_output=True, text=True, check=True).stdout
+    out = _table(path)
     assert "(max(SVM, harmonic, the graph alone) − 0.005)" in out
 
 
@@ -396,8 +394,7 @@ def test_target_graphs_solves_on_each_graph_and_renders(tmp_path, load_script, m
     assert got["minibatch graph, all points"] == round(acc(y, poisson_labels(w, known, 2)), 4)
     own = sampled_affinity(x, 0, known, strength)[0].graph(x)
     assert got["own kNN graph, all points"] == round(acc(y, poisson_labels(own, known, 2)), 4)
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "semisup.py"), "table",
-                          str(path)], capture_output=True, text=True, check=True).stdout
+    out = _table(path)
     for name in ("minibatch graph", "own kNN graph"):
         diff = got[f"{name}, subsample rows"] - got["subsample, subsample rows"]
         assert f"| 0.05 | {name} | {int(diff >= 0)} of 1 | {int(diff < 0)} |" in out
