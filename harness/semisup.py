@@ -75,13 +75,15 @@ def sampled_affinity(x, seed, known=None, strength=0.0):
     """The estimator's default affinity fitted on x with the batch the
     estimator uses after its 10% hold-out: (fitted minibatch affinity, batch
     size). Given partial labels ``known`` and a ``strength`` > 0, its label
-    classifier of those labels too (the affinity's ``fit_labels``)."""
+    classifier of those labels too, its ties broken by the graph as the
+    estimator breaks them (``train.fit_label_classifier_on_graph``)."""
     from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.train import fit_label_classifier_on_graph
 
     m = min(1024, int(0.9 * len(x)))
     aff = GaussianKNNAffinity(label_strength=strength).fit(x, batch_size=m, seed=seed)
     if known is not None:
-        aff.fit_labels(x, known, x, seed=seed)
+        fit_label_classifier_on_graph(aff, x, known, x, batch_size=m, seed=seed)
     return aff, m
 
 
