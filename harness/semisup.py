@@ -71,23 +71,17 @@ def partial_labels(y, fraction, seed):
     return np.where(rng.uniform(size=len(y)) < fraction, y, -1).astype(np.int64)
 
 
-def sampled_affinity(x, seed, known=None, strength=0.0, tie_break="cut"):
+def sampled_affinity(x, seed, known=None, strength=0.0):
     """The estimator's default affinity fitted on x with the batch the
     estimator uses after its 10% hold-out: (fitted minibatch affinity, batch
     size). Given partial labels ``known`` and a ``strength`` > 0, its label
-    classifier of those labels too, its ties in C and gamma broken by the
-    graph's least cut as the estimator breaks them
-    (``train.fit_label_classifier_on_graph``), or with ``tie_break="grid"``
-    by scikit-learn's grid order (the code before)."""
+    classifier of those labels too (the affinity's ``fit_labels``)."""
     from spectralnet_tf.affinity import GaussianKNNAffinity
-    from spectralnet_tf.train import fit_label_classifier_on_graph
 
     m = min(1024, int(0.9 * len(x)))
     aff = GaussianKNNAffinity(label_strength=strength).fit(x, batch_size=m, seed=seed)
-    if known is not None and tie_break == "grid":
+    if known is not None:
         aff.fit_labels(x, known, x, seed=seed)
-    elif known is not None:
-        fit_label_classifier_on_graph(aff, x, known, x, batch_size=m, seed=seed)
     return aff, m
 
 
@@ -592,34 +586,23 @@ def kept_before(check):
     return check is None or check["classifier"] > check["poisson"]
 
 
-def kept_on_poisson(check):
-    """Whether a check that scores the reshaped graph by Poisson learning
-    alone (the reading the label term takes from it), against the graph as
-    it is by its better reading, keeps the label classifier (None: nothing
-    to check, kept)."""
-    return check is None or check["reshaped_poisson"] > check["graph"]
-
-
-def gate_accs(x, y, known, seed, strength, k=2, tie_break="cut"):
+def gate_accs(x, y, known, seed, strength, k=2):
     """The label term's classes (Poisson learning on the minibatches' graph,
     as ``solver_accs``) with the graph reshaped at ``strength`` always, and
     with the reshaping kept only as ``train.check_label_classifier`` decides
     ("checked"), or, as the check before decided, only where the
     classifier's own held-out accuracy beats Poisson learning's on the graph
-    ("checked, classifier"), or where the reshaped graph's Poisson learning
-    alone beats the graph ("checked, Poisson", ``kept_on_poisson``). The
-    classifier's ties as ``tie_break`` (``sampled_affinity``). Returns
-    ({name: ACC}, the check's dict or None)."""
+    ("checked, classifier"). Returns ({name: ACC}, the check's dict or
+    None)."""
     from spectralnet_tf.metrics import acc
     from spectralnet_tf.spectral import poisson_labels
     from spectralnet_tf.train import check_label_classifier
 
-    aff, m = sampled_affinity(x, seed, known, strength, tie_break)
+    aff, m = sampled_affinity(x, seed, known, strength)
     check = check_label_classifier(aff, x, known, batch_size=m, seed=seed, n_clusters=k)
     full = aff.for_full_data(len(x), m)
     accs = {"reshaped": round(acc(y, poisson_labels(full.graph(x), known, k)), 4)}
-    keeps = {"checked": kept(check), "checked, classifier": kept_before(check),
-             "checked, Poisson": kept_on_poisson(check)}
+    keeps = {"checked": kept(check), "checked, classifier": kept_before(check)}
     if not all(keeps.values()):
         full.forget_labels()
         plain = round(acc(y, poisson_labels(full.graph(x), known, k)), 4)
@@ -665,15 +648,13 @@ def cmd_gate(args):
     trials = []
     for out, x, y, known in (digits_trials(args) if digits else referenced_trials(args)):
         out["solver_acc"], out["check"] = gate_accs(x, y, known, out["seed"], strength,
-                                                    k=10 if digits else 2,
-                                                    tie_break=args.tie_break)
+                                                    k=10 if digits else 2)
         trials.append(out)
         print(json.dumps(out), flush=True)
-    save_trials("gate", args.tag or "gate", args, trials,
-                {"strength": strength, "tie_break": args.tie_break})
+    save_trials("gate", args.tag or "gate", args, trials, {"strength": strength})
 
 
-def _gate_table(trials, strength, tie_break=None):
+def _gate_table(trials, strength):
     """One row per labeled fraction (and one for all) and graph of a
     ``gate`` record, with how often the check dropped the classifier; where
     the record holds both checks, the one before (the classifier's own
@@ -681,7 +662,7 @@ def _gate_table(trials, strength, tie_break=None):
     target = ("max(SVM, harmonic, the graph alone)" if "unsupervised_acc" in trials[0]
               else "max(SVM, harmonic)")
     graphs = ["reshaped"] + [g for g in ("checked, classifier", "checked, graphs", "checked",
-                                         "checked, read", "checked, Poisson")
+                                         "checked, read")
                              if g in trials[0]["solver_acc"]]
     follow = "checked, graphs" in graphs  # the record of the classifier's classes tried
     how = ("as the check decides" if "checked, classifier" in graphs
@@ -692,10 +673,6 @@ def _gate_table(trials, strength, tie_break=None):
     read += (" \"The classifier's classes where it leads\" (a change tried, not adopted): "
              "as checked, but the label classifier's own classes where its held-out answers "
              "led the checked graph's by more than one standard error." if follow else "")
-    read += {None: "", "grid": " The label classifier's C and gamma: the first of the "
-             "settings tied at the best CV score, in grid order (the code before).",
-             "cut": " The label classifier's C and gamma: of the settings tied at the best "
-             "CV score, the one whose classes the graph as it is cuts least."}[tie_break]
     print(f"{len(trials)} trials. Each row: the classes Poisson learning gives on the graph "
           f"reshaped at strength {strength:g} always, or {how}, against each trial's target "
           f"({target} − 0.005).{read}\n")
@@ -710,9 +687,6 @@ def _gate_table(trials, strength, tie_break=None):
             elif graph in ("checked", "checked, graphs"):
                 dropped = sum(not kept(t["check"]) for t in group)
                 label = f"checked ({dropped} dropped)"
-            elif graph == "checked, Poisson":
-                dropped = sum(not kept_on_poisson(t["check"]) for t in group)
-                label = f"checked on the reshaped graph's Poisson score ({dropped} dropped)"
             elif graph == "checked, read":
                 cut = sum(t["check"] is not None and t["check"]["reading"] == "cut"
                           for t in group)
@@ -936,7 +910,7 @@ def cmd_table(args):
         _draws_table(record["trials"])
         return
     if record["kind"] == "gate":
-        _gate_table(record["trials"], record["strength"], record.get("tie_break"))
+        _gate_table(record["trials"], record["strength"])
         return
     if record["kind"] == "targets":
         _targets_table(record["trials"], record["strength"])
@@ -1112,10 +1086,6 @@ def main(argv=None):
             q.add_argument("--data", choices=["rings", "digits"], default="rings",
                            help="digits: scikit-learn's 8x8 digits (--fractions x --seeds; "
                                 "--n and --settings unused)")
-            q.add_argument("--tie-break", choices=["cut", "grid"], default="cut",
-                           help="the label classifier's ties in C and gamma: the graph's "
-                                "least cut, as the estimator (default), or grid order, as "
-                                "the code before")
         elif name == "draws":
             q.add_argument("--draws", type=int, default=8,
                            help="fold draws per trial (0 to DRAWS - 1)")

@@ -163,14 +163,12 @@ class GaussianAffinity(BaseEstimator):
             )
         return self
 
-    def fit_labels(self, x, labels, x_train, seed=0, graph=None):
+    def fit_labels(self, x, labels, x_train, seed=0):
         """Semi-supervised, after ``fit``: fit the classifier of the labeled
         rows of x alone (``labels`` >= 0; ``label_classifier_``) and take
         distances from then on in ``embedding`` extended by its scores
         (``label_scores_``, a ``labelscores.LabelScores``), with the kernel
-        width measured on ``x_train``. ``graph`` (points in ``embedding``,
-        their W) breaks ties in the classifier's C and gamma
-        (``labelscores.fit_label_classifier``). Nothing with ``label_strength``
+        width measured on ``x_train``. Nothing with ``label_strength``
         0, without labels, or with every point labeled (the labeled pairs
         are then the whole affinity of a minibatch). A second call replaces
         the first's classifier. Returns self."""
@@ -179,7 +177,7 @@ class GaussianAffinity(BaseEstimator):
         if self.label_strength == 0 or labeled.all() or not labeled.any():
             return self
         classifier = fit_label_classifier(self.embed_all(np.asarray(x)[labeled]),
-                                          np.asarray(labels)[labeled], seed=seed, graph=graph)
+                                          np.asarray(labels)[labeled], seed=seed)
         width = kernel_width(self, x_train, seed=seed)
         self.label_scores_ = LabelScores(self.embedding, classifier, self.label_strength, width)
         self.label_classifier_ = classifier

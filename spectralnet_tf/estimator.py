@@ -30,8 +30,7 @@ from .siamese import SiameseEmbedding, check_groups
 from .streaming import (dataset_batches, dataset_rows, is_dataset, is_lazy, map_batches,
                         spooled)
 from .summaries import EpochLog, write_phase_seconds
-from .train import (GRADIENTS, INITS, check_label_classifier, fit_label_classifier_on_graph,
-                    train_spectralnet)
+from .train import GRADIENTS, INITS, check_label_classifier, train_spectralnet
 
 #: Default minibatch size (paper: 1024 on MNIST); clipped for small data.
 DEFAULT_BATCH_SIZE = 1024
@@ -809,8 +808,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             c_val = c_train = None
             # The labels alone, as coordinates of the graph (nothing without labels),
             # where on held-out labels the graph they reshape knows more than the graph.
-            fit_label_classifier_on_graph(self.affinity_, Z, labels, z_train,
-                                          batch_size=plan.batch_size, seed=scale_seed)
+            self.affinity_.fit_labels(Z, labels, z_train, seed=scale_seed)
             self.label_check_ = check_label_classifier(self.affinity_, Z, labels,
                                                        batch_size=plan.batch_size,
                                                        seed=scale_seed,

@@ -57,21 +57,17 @@ def label_folds(known, seed=0):
     return StratifiedKFold(n_folds, shuffle=True, random_state=seed) if n_folds >= 2 else None
 
 
-def fit_label_classifier(z, labels, seed=0, max_labeled=MAX_LABELED, graph=None):
+def fit_label_classifier(z, labels, seed=0, max_labeled=MAX_LABELED):
     """An RBF SVM of the labeled rows of ``z`` (``labels`` >= 0), C and gamma by
     stratified k-fold cross-validation on them (k = min(5, smallest class
     count); scikit-learn's defaults where a class has one labeled point).
     Returns the fitted ``SVC`` (refitted on all labeled rows used); for more
     than two classes a ``OneVsRestClassifier`` of SVCs with the C and gamma
     that cross-validating the multi-class SVC chose (searching the machines
-    per class would cost k times as much).
-
-    With few labels many settings tie at the best cross-validated score, and
-    they can place the boundary far apart. ``graph``, a pair (points, w) of
-    points in ``z``'s space and their affinity (dense or sparse), breaks such
-    ties (``least_cut``); None keeps scikit-learn's (the first in grid order:
-    the smallest C, then gamma), the labels alone."""
+    per class would cost k times as much)."""
     from sklearn.model_selection import GridSearchCV
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.svm import SVC
 
     labels = np.asarray(labels)
     rows = np.flatnonzero(labels >= 0)
@@ -92,45 +88,14 @@ def fit_label_classifier(z, labels, seed=0, max_labeled=MAX_LABELED, graph=None)
     if folds is not None:
         base = 1.0 / (x.shape[1] * max(float(x.var()), 1e-12))
         grid = {"C": list(C_GRID), "gamma": [f * base for f in GAMMA_FACTORS]}
-        search = GridSearchCV(label_machine(2), grid, refit=False, cv=folds).fit(x, y)
-        params = search.best_params_
-        if graph is not None:
-            tied = np.flatnonzero(search.cv_results_["rank_test_score"] == 1)
-            params = least_cut([search.cv_results_["params"][i] for i in tied], x, y, graph)
-    return label_machine(classes.size, **params).fit(x, y)
-
-
-def label_machine(n_classes, **params):
-    """The unfitted label classifier for ``n_classes`` classes: an RBF ``SVC``
-    with ``params``; beyond two classes, one such machine per class against
-    the rest, so that each decision value is a margin as for two classes (an
-    SVC's own multi-class values are pairwise vote counts, 0 to k - 1, which
-    tanh flattens to 1 for most classes)."""
-    from sklearn.multiclass import OneVsRestClassifier
-    from sklearn.svm import SVC
-
-    return SVC(**params) if n_classes <= 2 else OneVsRestClassifier(SVC(**params))
-
-
-def least_cut(candidates, x, y, graph):
-    """Of the classifier settings ``candidates`` (dicts of SVC parameters) that
-    the labeled points ``x``, ``y`` cannot tell apart, the one whose classes
-    of ``graph``'s points its affinity cuts least (``spectral.ratio_cut``):
-    the boundary through the fewest and weakest edges, as the graph alone
-    would draw it (the cluster assumption), among those the labels allow.
-    A setting that leaves a labeled class without points ranks last; equal
-    cuts keep the earlier candidate."""
-    from .spectral import ratio_cut
-
-    if len(candidates) == 1:
-        return candidates[0]
-    points, w = graph
-    n_classes = np.unique(y).size
-    cuts = []
-    for params in candidates:
-        classes = label_machine(n_classes, **params).fit(x, y).predict(points)
-        cuts.append(ratio_cut(w, classes) if np.unique(classes).size == n_classes else np.inf)
-    return candidates[int(np.argmin(cuts))]
+        params = GridSearchCV(SVC(), grid, refit=False, cv=folds).fit(x, y).best_params_
+    if classes.size == 2:
+        return SVC(**params).fit(x, y)
+    # More than two classes: one machine per class against the rest, with the
+    # C and gamma chosen above, so that each decision value is a margin as for
+    # two classes. An SVC's own multi-class values are pairwise vote counts
+    # (0 to k - 1), which tanh flattens to 1 for most classes.
+    return OneVsRestClassifier(SVC(**params)).fit(x, y)
 
 
 def decision_columns(classifier, z):

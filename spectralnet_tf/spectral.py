@@ -167,23 +167,6 @@ def edge_purity(w, labels):
         return same / total
 
 
-def ratio_cut(w, labels):
-    """The ratio cut of the partition ``labels`` of the graph ``w`` (dense or
-    sparse, symmetric): over the classes present, the weight of the edges
-    from a class to the rest over the class's size, summed. The cut the
-    unnormalized Laplacian's k smallest eigenvectors relax (von Luxburg
-    2007, sec. 5), so the one SpectralNet's default objective prefers small."""
-    w = sp.csr_matrix(w)
-    if len(labels) != w.shape[0]:
-        raise ValueError(f"labels must have one entry per row of w ({w.shape[0]}), got "
-                         f"len(labels)={len(labels)}.")
-    classes = np.unique(np.asarray(labels), return_inverse=True)[1]
-    onehot = sp.csr_matrix((np.ones(len(classes)), (np.arange(len(classes)), classes)))
-    between = (onehot.T @ w @ onehot).toarray()  # class-to-class edge weight
-    cut = between.sum(axis=1) - np.diag(between)
-    return float(np.sum(cut / np.asarray(onehot.sum(axis=0)).ravel()))
-
-
 def cluster_graph(w, n_clusters, laplacian="unnormalized", random_state=0, time_limit=None,
                   normalize_rows=False):
     """Exact spectral clustering of a given affinity matrix ``w`` (dense or

@@ -232,32 +232,6 @@ def label_subsample(labels, size, seed):
     return np.sort(np.r_[rows, rng.choice(unlabeled, size - len(rows), replace=False)])
 
 
-def plain_label_graph(affinity, z, rows, batch_size):
-    """The graph the minibatches sample, as it is without the label
-    classifier, on the subsample ``rows`` of ``z`` (``label_subsample``):
-    (that affinity, the rows' coordinates in its embedding, dense W)."""
-    plain = affinity.for_full_data(len(rows), batch_size)
-    plain.forget_labels()
-    e = plain.embed_all(np.asarray(z)[rows])
-    return plain, e, plain.kernel_matrix(tf.constant(e)).numpy()
-
-
-def fit_label_classifier_on_graph(affinity, z, labels, z_train, *, batch_size, seed=0):
-    """``affinity.fit_labels`` with the ties in its classifier's C and gamma
-    broken by the graph as it is (``labelscores.least_cut``), on the subsample
-    ``check_label_classifier`` and ``label_targets`` solve: the labels decide
-    first, and the graph among the settings they cannot tell apart. Without
-    a labeled point it is an unsupervised fit, and ``fit_labels`` alone runs."""
-    labels = np.asarray(labels)
-    graph = None
-    if (labels >= 0).any():
-        rows = label_subsample(labels, subsample_size(len(z), batch_size), seed)
-        affinity.forget_labels()
-        _, e, w = plain_label_graph(affinity, z, rows, batch_size)
-        graph = (e, w)
-    return affinity.fit_labels(z, labels, z_train, seed=seed, graph=graph)
-
-
 def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
                            laplacian="unnormalized", n_clusters=None):
     """Whether the label classifier should reshape the graph: whether the
@@ -305,14 +279,18 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
     if classifier is None:
         return None
     labels = np.asarray(labels)
-    rows = label_subsample(labels, subsample_size(len(z), batch_size), seed)
+    size = subsample_size(len(z), batch_size)
+    rows = label_subsample(labels, size, seed)
     sub = labels[rows]
     labeled = np.flatnonzero(sub >= 0)
     folds = label_folds(sub[labeled], seed)
     if folds is None:
         return None
     scores = affinity.label_scores_
-    plain, e, w = plain_label_graph(affinity, z, rows, batch_size)
+    plain = affinity.for_full_data(size, batch_size)
+    plain.forget_labels()  # the graph as it is without the classifier
+    e = plain.embed_all(np.asarray(z)[rows])
+    w = plain.kernel_matrix(tf.constant(e)).numpy()
     k = int(labels.max()) + 1 if n_clusters is None else n_clusters
     cut = graph_cut(w, k, laplacian, seed)
     right = dict.fromkeys(["classifier", "reshaped_poisson", "reshaped_cut", "poisson", "cut"], 0)

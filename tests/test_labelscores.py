@@ -12,11 +12,9 @@ from spectralnet_tf import SpectralNet, acc
 from spectralnet_tf.affinity import FullGaussianAffinity, GaussianKNNAffinity
 from spectralnet_tf.datasets import rings
 from spectralnet_tf.labelscores import (C_GRID, GAMMA_FACTORS, LabelScores, decision_columns,
-                                        fit_label_classifier, kernel_width, label_folds,
-                                        least_cut)
-from spectralnet_tf.spectral import poisson_labels, ratio_cut
-from spectralnet_tf.train import (check_label_classifier, fit_label_classifier_on_graph, graph_cut,
-                                  named_cut)
+                                        fit_label_classifier, kernel_width)
+from spectralnet_tf.spectral import poisson_labels
+from spectralnet_tf.train import check_label_classifier, graph_cut, named_cut
 
 
 def _rings(n=400, noise=0.05, seed=0, outer=2.0):
@@ -63,85 +61,6 @@ def test_one_class_of_labels_is_refused_with_its_class_and_count():
     with pytest.raises(ValueError, match=r"got only class 1 \(20 labeled points\); leave "
                                          r"partial_labels out"):
         SpectralNet(2).fit(x, partial_labels=known)
-
-
-def _tied_rings():
-    """Rings labeled 4 + 4 where five C, gamma tie at the best CV score and
-    the first in grid order puts the boundary far from the gap; a dense
-    Gaussian graph on all points."""
-    x, y = rings(300, noise=0.1, seed=5, radii=(1.0, 1.6))
-    x, y = x.astype(np.float64), y.astype(np.int64)
-    rng = np.random.default_rng(5)
-    lab = np.sort(np.r_[rng.choice(np.flatnonzero(y == 0), 4, replace=False),
-                        rng.choice(np.flatnonzero(y == 1), 4, replace=False)])
-    known = np.full_like(y, -1)
-    known[lab] = y[lab]
-    w = np.exp(-((x[:, None] - x[None]) ** 2).sum(-1) / (2 * 0.1 ** 2))
-    np.fill_diagonal(w, 0.0)
-    return x, y, known, w
-
-
-def test_the_graph_breaks_ties_in_c_and_gamma_by_its_least_cut():
-    from sklearn.model_selection import GridSearchCV
-
-    x, y, known, w = _tied_rings()
-    lab = known >= 0
-    base = 1.0 / (2 * x[lab].var())
-    search = GridSearchCV(SVC(), {"C": list(C_GRID), "gamma": [f * base for f in GAMMA_FACTORS]},
-                          refit=False, cv=label_folds(known[lab], 0)).fit(x[lab], known[lab])
-    tied = [p for p, r in zip(search.cv_results_["params"], search.cv_results_["rank_test_score"])
-            if r == 1]
-    assert len(tied) == 5
-    cuts = [ratio_cut(w, SVC(**p).fit(x[lab], known[lab]).predict(x)) for p in tied]
-    alone = fit_label_classifier(x, known)
-    graph = fit_label_classifier(x, known, graph=(x, w))
-    # Without a graph, scikit-learn's pick (the first tie); with one, the least cut.
-    assert (alone.C, alone.gamma) == (search.best_params_["C"], search.best_params_["gamma"])
-    best = tied[int(np.argmin(cuts))]
-    assert (graph.C, graph.gamma) == (best["C"], best["gamma"]) != (alone.C, alone.gamma)
-    assert ratio_cut(w, graph.predict(x)) == pytest.approx(min(cuts))
-    assert min(cuts) < cuts[0] / 2
-    assert acc(y, graph.predict(x)) > acc(y, alone.predict(x)) + 0.1
-    # A single candidate is kept as it is, without a fit.
-    assert least_cut([{"C": 1.0}], None, None, None) == {"C": 1.0}
-
-
-def test_a_setting_that_leaves_a_class_empty_never_wins_the_tie():
-    x, y, known, w = _tied_rings()
-    lab = known >= 0
-    xl, yl = x[lab][1:], known[lab][1:]  # 3 of class 0, 4 of class 1
-    flat = {"C": 1e-6, "gamma": 1e-6}  # the intercept alone: one class everywhere
-    assert np.unique(SVC(**flat).fit(xl, yl).predict(x)).size == 1  # its cut is 0
-    good = {"C": 100.0, "gamma": 1.0}
-    assert least_cut([flat, good], xl, yl, (x, w)) == good
-
-
-def test_the_estimators_classifier_takes_the_least_cut_of_the_graph_as_it_is():
-    """What ``SpectralNet.fit`` runs: the ties are broken on the subsample the
-    check solves (here every point, in order), on the minibatches' graph
-    without the classifier; no labels, no classifier."""
-    from sklearn.model_selection import GridSearchCV
-
-    x, y, known, _ = _tied_rings()
-    x = x.astype(np.float32)
-    aff = GaussianKNNAffinity().fit(x, batch_size=256, seed=2)
-    fit_label_classifier_on_graph(aff, x, known, x, batch_size=256, seed=2)
-    plain = GaussianKNNAffinity().fit(x, batch_size=256, seed=2).for_full_data(300, 256)
-    w = plain.kernel_matrix(tf.constant(x)).numpy()
-    lab = known >= 0
-    xl = x[lab].astype(np.float64)
-    base = 1.0 / (2 * xl.var())
-    search = GridSearchCV(SVC(), {"C": list(C_GRID), "gamma": [f * base for f in GAMMA_FACTORS]},
-                          refit=False, cv=label_folds(known[lab], 2)).fit(xl, known[lab])
-    tied = [p for p, r in zip(search.cv_results_["params"], search.cv_results_["rank_test_score"])
-            if r == 1]
-    cuts = [ratio_cut(w, SVC(**p).fit(xl, known[lab]).predict(x)) for p in tied]
-    svm = aff.label_classifier_
-    assert len(tied) > 1 and (svm.C, svm.gamma) == tuple(tied[int(np.argmin(cuts))].values())
-    assert isinstance(aff.label_scores_, LabelScores)
-    unsupervised = fit_label_classifier_on_graph(aff, x, np.full_like(known, -1), x,
-                                                 batch_size=256, seed=2)
-    assert unsupervised is aff and not hasattr(aff, "label_classifier_")
 
 
 def test_label_scores_append_scaled_tanh_of_the_decision_values():

@@ -286,31 +286,24 @@ def test_gate_solves_on_the_graph_the_check_leaves_and_renders(tmp_path, load_sc
 
     semisup = load_script("semisup")
     semisup.main(["gate", "--n", "300", "--settings", "1.5/0.1", "2.0/0.08", "--seeds", "0",
-                  "--fractions", "0.05", "--results", str(tmp_path), "--tie-break", "grid"])
+                  "--fractions", "0.05", "--results", str(tmp_path)])
     (path,) = tmp_path.glob("*gate*.json")
     record = json.loads(path.read_text())
-    assert record["tie_break"] == "grid"
     kept = []
     for trial, r2, noise in zip(record["trials"], (1.5, 2.0), (0.1, 0.08)):
         x, y, known = rings_and_labels(300, r2, noise, 0, 0.05)
         x = x.astype(np.float32)
-        aff, m = sampled_affinity(x, 0, known, record["strength"], tie_break="grid")
-        # Grid order: the classifier the labels alone choose, as fit_labels fits it.
-        alone = sampled_affinity(x, 0, strength=8.0)[0].fit_labels(x, known, x).label_classifier_
-        assert (aff.label_classifier_.C, aff.label_classifier_.gamma) == (alone.C, alone.gamma)
+        aff, m = sampled_affinity(x, 0, known, record["strength"])
         assert trial["check"] == check_label_classifier(aff, x, known, batch_size=m, seed=0)
         reshaped = acc(y, poisson_labels(aff.for_full_data(300, m).graph(x), known, 2))
         aff.forget_labels()
         plain = acc(y, poisson_labels(aff.for_full_data(300, m).graph(x), known, 2))
         keep = trial["check"]["keep"]
         before = semisup.kept_before(trial["check"])
-        on_poisson = trial["check"]["reshaped_poisson"] > trial["check"]["graph"]
         assert trial["solver_acc"] == {"reshaped": round(reshaped, 4),
                                        "checked": round(reshaped if keep else plain, 4),
                                        "checked, classifier": round(reshaped if before
-                                                                    else plain, 4),
-                                       "checked, Poisson": round(reshaped if on_poisson
-                                                                 else plain, 4)}
+                                                                    else plain, 4)}
         kept.append(keep)
     assert kept == [True, False]  # noisy rings: the classifier; far-apart ones: the graph
     out = _table(path)
@@ -319,8 +312,6 @@ def test_gate_solves_on_the_graph_the_check_leaves_and_renders(tmp_path, load_sc
     assert f"| 0.05 | always reshaped | {hits['reshaped']} of 2 |" in out
     assert f"| all | checked (1 dropped) | {hits['checked']} of 2 |" in out
     assert "checked by the classifier's own score (" in out
-    assert "checked on the reshaped graph's Poisson score (" in out
-    assert "in grid order (the code before)." in out
 
 
 def _gate_table(tmp_path, trials):
@@ -375,10 +366,8 @@ def test_gate_on_the_digits_sets_the_target_by_three_references(tmp_path, load_s
             unsupervised_acc(x, y, 0, k=10))
     assert (trial["supervised_acc"], trial["harmonic_acc"], trial["unsupervised_acc"]) == refs
     assert trial["target"] == round(max(refs) - 0.005, 4) and trial["labeled"] == (known >= 0).sum()
-    assert set(trial["solver_acc"]) == {"reshaped", "checked", "checked, classifier",
-                                        "checked, Poisson"}
+    assert set(trial["solver_acc"]) == {"reshaped", "checked", "checked, classifier"}
     out = _table(path)
-    assert "the one whose classes the graph as it is cuts least." in out
     assert "(max(SVM, harmonic, the graph alone) − 0.005)" in out
 
 

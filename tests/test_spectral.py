@@ -7,7 +7,7 @@ from spectralnet_tf.datasets import load_dataset
 from spectralnet_tf.metrics import acc
 from spectralnet_tf.spectral import (edge_purity, harmonic_labels, harmonic_scores,
                                      laplacian_matrix, poisson_labels, poisson_scores,
-                                     ratio_cut, smallest_eigenvectors, spectral_clustering)
+                                     smallest_eigenvectors, spectral_clustering)
 
 
 def test_exact_spectral_clustering_separates_nested_cs():
@@ -249,22 +249,3 @@ def test_edge_purity_is_each_points_weight_to_its_own_label():
     with pytest.raises(ValueError, match=r"labels must have one entry per row of w \(4\), "
                                          r"got len\(labels\)=3\."):
         edge_purity(w, [0, 0, 1])
-
-
-def test_ratio_cut_is_the_laplacian_form_of_the_scaled_indicators():
-    rng = np.random.default_rng(3)
-    a = rng.uniform(size=(30, 30))
-    w = (a + a.T) * (rng.uniform(size=(30, 30)) < 0.3)
-    w = np.maximum(w, w.T)
-    labels = rng.integers(0, 3, 30)
-    # RatioCut = trace(H^T L H), H's column c the indicator of class c over
-    # sqrt(|c|) (von Luxburg 2007, sec. 5.1); the diagonal of w never crosses.
-    h = np.stack([(labels == c) / np.sqrt((labels == c).sum()) for c in range(3)], axis=1)
-    want = np.trace(h.T @ laplacian_matrix(w) @ h)
-    assert ratio_cut(w, labels) == pytest.approx(want, rel=1e-12)
-    assert ratio_cut(sp.csr_matrix(w + np.diag(rng.uniform(size=30))),
-                     np.array(["x", "y", "z"])[labels]) == pytest.approx(want, rel=1e-12)
-    assert ratio_cut(w, np.zeros(30)) == 0.0  # one class: nothing crosses
-    with pytest.raises(ValueError, match=r"labels must have one entry per row of w \(30\), "
-                                         r"got len\(labels\)=2\."):
-        ratio_cut(w, [0, 1])
