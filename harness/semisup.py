@@ -579,6 +579,14 @@ def followed(check):
     return check is not None and check.get("follow", False)
 
 
+def kept_on_poisson(check):
+    """Whether a check that scored the reshaped graph by Poisson learning
+    alone (the reading the label term takes from it) against the graph's
+    better reading kept the label classifier (a change tried and not
+    adopted; its records only. None: nothing to check, kept)."""
+    return check is None or check["reshaped_poisson"] > check["graph"]
+
+
 def kept_before(check):
     """Whether the check before the reshaped graph was scored kept the label
     classifier: its own held-out accuracy above Poisson learning's on the
@@ -654,7 +662,7 @@ def cmd_gate(args):
     save_trials("gate", args.tag or "gate", args, trials, {"strength": strength})
 
 
-def _gate_table(trials, strength):
+def _gate_table(trials, strength, tie_break=None):
     """One row per labeled fraction (and one for all) and graph of a
     ``gate`` record, with how often the check dropped the classifier; where
     the record holds both checks, the one before (the classifier's own
@@ -662,7 +670,7 @@ def _gate_table(trials, strength):
     target = ("max(SVM, harmonic, the graph alone)" if "unsupervised_acc" in trials[0]
               else "max(SVM, harmonic)")
     graphs = ["reshaped"] + [g for g in ("checked, classifier", "checked, graphs", "checked",
-                                         "checked, read")
+                                         "checked, read", "checked, Poisson")
                              if g in trials[0]["solver_acc"]]
     follow = "checked, graphs" in graphs  # the record of the classifier's classes tried
     how = ("as the check decides" if "checked, classifier" in graphs
@@ -673,6 +681,11 @@ def _gate_table(trials, strength):
     read += (" \"The classifier's classes where it leads\" (a change tried, not adopted): "
              "as checked, but the label classifier's own classes where its held-out answers "
              "led the checked graph's by more than one standard error." if follow else "")
+    read += {None: "", "grid": " The label classifier's C and gamma: the first of the "
+             "settings tied at the best CV score, in grid order, as the estimator picks them.",
+             "cut": " The label classifier's C and gamma (a change tried, not adopted): of the "
+             "settings tied at the best CV score, the one whose classes the graph as it is "
+             "cuts least."}[tie_break]
     print(f"{len(trials)} trials. Each row: the classes Poisson learning gives on the graph "
           f"reshaped at strength {strength:g} always, or {how}, against each trial's target "
           f"({target} − 0.005).{read}\n")
@@ -687,6 +700,9 @@ def _gate_table(trials, strength):
             elif graph in ("checked", "checked, graphs"):
                 dropped = sum(not kept(t["check"]) for t in group)
                 label = f"checked ({dropped} dropped)"
+            elif graph == "checked, Poisson":
+                dropped = sum(not kept_on_poisson(t["check"]) for t in group)
+                label = f"checked on the reshaped graph's Poisson score ({dropped} dropped)"
             elif graph == "checked, read":
                 cut = sum(t["check"] is not None and t["check"]["reading"] == "cut"
                           for t in group)
@@ -910,7 +926,7 @@ def cmd_table(args):
         _draws_table(record["trials"])
         return
     if record["kind"] == "gate":
-        _gate_table(record["trials"], record["strength"])
+        _gate_table(record["trials"], record["strength"], record.get("tie_break"))
         return
     if record["kind"] == "targets":
         _targets_table(record["trials"], record["strength"])

@@ -349,6 +349,31 @@ def test_gate_table_renders_the_classifiers_classes_a_record_followed(tmp_path):
     assert "\"The classifier's classes where it leads\" (a change tried, not adopted)" in out
 
 
+def test_gate_table_renders_the_tie_break_and_the_poisson_check_a_record_tried(tmp_path):
+    # Records of the graph's tie-break (tried, not adopted): their table names
+    # the tie-break and keeps the row of the check on the reshaped graph's
+    # Poisson score beside the check.
+    trials = [{"fraction": 0.01, "target": 0.8,
+               "check": {"keep": keep, "reshaped_poisson": rp, "graph": 0.8,
+                         "classifier": 0.9, "poisson": 0.8},
+               "solver_acc": {"reshaped": 0.9, "checked": checked, "checked, classifier": 0.9,
+                              "checked, Poisson": on_poisson}}
+              for keep, rp, checked, on_poisson in ((True, 0.7, 0.9, 0.75),
+                                                    (True, 0.85, 0.9, 0.9),
+                                                    (False, 0.6, 0.7, 0.7))]
+    path = tmp_path / "gate.json"
+    for tie_break, words in (("cut", "the one whose classes the graph as it is cuts least."),
+                             ("grid", "in grid order, as the estimator picks them.")):
+        path.write_text(json.dumps({"kind": "gate", "command": "c", "commit": "x", "date": "d",
+                                    "machine": "m", "strength": 8.0, "tie_break": tie_break,
+                                    "trials": trials}))
+        out = _table(path)
+        assert words in out
+        assert "| 0.01 | checked (1 dropped) | 2 of 3 |" in out
+        assert "| 0.01 | checked on the reshaped graph's Poisson score (2 dropped) | 1 of 3 |" in out
+    assert "grid order" not in _gate_table(tmp_path, trials)  # records before the option
+
+
 @pytest.mark.research
 def test_gate_on_the_digits_sets_the_target_by_three_references(tmp_path, load_script):
     from harness.semisup import harmonic_acc, partial_labels, supervised_acc, unsupervised_acc
