@@ -396,9 +396,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         reshapes ("reshaped") and of the graph without it ("graph"), each
         the better of Poisson learning ("reshaped_poisson", "poisson") and
         its own cut named by the labels ("reshaped_cut", "cut"); of the
-        classifier itself ("classifier"); and whether the classifier
-        reshaped the graph ("keep": only where "reshaped" scored strictly
-        higher).
+        classifier itself ("classifier"); its C and gamma ("params"); and
+        whether the classifier reshaped the graph ("keep": only where
+        "reshaped" scored strictly higher).
         None where nothing was checked (no classifier, or a class with a
         single label in the subsample checked). Not saved by ``save``.
     affinity_embedding_ : SiameseEmbedding, callable or None

@@ -98,6 +98,14 @@ def fit_label_classifier(z, labels, seed=0, max_labeled=MAX_LABELED):
     return OneVsRestClassifier(SVC(**params)).fit(x, y)
 
 
+def machine_params(classifier):
+    """The C and gamma of a label classifier (``fit_label_classifier``'s
+    ``SVC``, or the machines of its ``OneVsRestClassifier``), as floats: which
+    setting its cross-validation chose."""
+    machine = getattr(classifier, "estimator", classifier)
+    return {"C": float(machine.C), "gamma": float(machine.gamma)}
+
+
 def decision_columns(classifier, z):
     """The classifier's decision values as columns: one for two classes,
     one per class otherwise (one-vs-rest)."""

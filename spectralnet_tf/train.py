@@ -269,11 +269,14 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
     accuracies: ``classifier`` (the refitted classifier itself, for the
     record), ``reshaped`` and ``graph`` (each the better of its two
     readings), ``reshaped_poisson``, ``reshaped_cut``, ``poisson``, ``cut``;
-    ``labeled`` (the labeled points asked) and ``keep``.
+    ``labeled`` (the labeled points asked), ``keep``, and ``params``, the C
+    and gamma of the classifier checked (``labelscores.machine_params``): with
+    a dozen labels the setting depends on the draw of the folds, and the
+    record says which one this fit drew.
     """
     from sklearn.base import clone
 
-    from .labelscores import LabelScores, label_folds
+    from .labelscores import LabelScores, label_folds, machine_params
 
     classifier = getattr(affinity, "label_classifier_", None)
     if classifier is None:
@@ -312,7 +315,8 @@ def check_label_classifier(affinity, z, labels, *, batch_size, seed=0,
     right["reshaped"] = max(right["reshaped_poisson"], right["reshaped_cut"])
     right["graph"] = max(right["poisson"], right["cut"])
     out = {name: round(count / labeled.size, 4) for name, count in right.items()}
-    return {**out, "labeled": int(labeled.size), "keep": right["reshaped"] > right["graph"]}
+    return {**out, "labeled": int(labeled.size), "keep": right["reshaped"] > right["graph"],
+            "params": machine_params(classifier)}
 
 
 def graph_cut(w, k, laplacian="unnormalized", seed=0):

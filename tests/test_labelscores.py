@@ -12,7 +12,7 @@ from spectralnet_tf import SpectralNet, acc
 from spectralnet_tf.affinity import FullGaussianAffinity, GaussianKNNAffinity
 from spectralnet_tf.datasets import rings
 from spectralnet_tf.labelscores import (C_GRID, GAMMA_FACTORS, LabelScores, decision_columns,
-                                        fit_label_classifier, kernel_width)
+                                        fit_label_classifier, kernel_width, machine_params)
 from spectralnet_tf.spectral import poisson_labels
 from spectralnet_tf.train import check_label_classifier, graph_cut, named_cut
 
@@ -50,6 +50,18 @@ def test_the_classifier_subsamples_many_labels_by_class():
     svm = fit_label_classifier(x, y, max_labeled=100)
     assert svm.shape_fit_[0] == 100 and list(svm.classes_) == [0, 1]
     assert acc(y, svm.predict(x)) == 1.0
+
+
+def test_machine_params_read_the_chosen_c_and_gamma_of_either_classifier():
+    x, y = _rings()
+    svm = fit_label_classifier(x, _partial(y))
+    assert machine_params(svm) == {"C": svm.C, "gamma": svm.gamma}
+    assert all(type(v) is float for v in machine_params(svm).values())  # JSON-ready
+    three = np.where(x[:, 0] > 0.5, 2, y)
+    ovr = fit_label_classifier(x, _partial(three, 5))
+    assert len(ovr.estimators_) == 3
+    assert machine_params(ovr) == {"C": ovr.estimator.C, "gamma": ovr.estimator.gamma}
+    assert machine_params(ovr) == {"C": ovr.estimators_[2].C, "gamma": ovr.estimators_[2].gamma}
 
 
 def test_one_class_of_labels_is_refused_with_its_class_and_count():
@@ -193,7 +205,8 @@ def test_the_check_scores_both_graphs_on_the_classifiers_folds():
     right["reshaped"] = max(right["reshaped_poisson"], right["reshaped_cut"])
     right["graph"] = max(right["poisson"], right["cut"])
     assert check == {**{name: round(count / 40, 4) for name, count in right.items()},
-                     "labeled": 40, "keep": bool(right["reshaped"] > right["graph"])}
+                     "labeled": 40, "keep": bool(right["reshaped"] > right["graph"]),
+                     "params": {"C": float(svm.C), "gamma": float(svm.gamma)}}
     assert check["keep"]  # here the reshaped graph knows the rings better than the graph
 
 

@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from sklearn.svm import SVC
 
 from harness.semisup import rings_bayes_accuracy
 from spectralnet_tf.datasets import rings
@@ -195,6 +196,32 @@ def test_grid_table_sets_each_seed_against_the_better_reference(tmp_path, capsys
     # Seed 0 clears max(SVM, harmonic) - 0.005 = 0.967; seed 1 falls short of 0.961.
     assert ("| 1500 | 1.5 | 0.11 | 0.01 | 0.9885 | 0 1 | 0.970 0.960 | 0.9600 | 0.700 0.700 "
             "| 0.900 0.966 | 0.972 0.800 | 0.967 0.961 | 1 of 2 | 10 | 1.00 |") in out
+
+
+def test_grid_table_shows_the_fits_own_svm_where_the_record_has_it(tmp_path, capsys):
+    import json
+
+    from harness import semisup
+    from harness.semisup import own_supervised_acc, rings_and_labels
+
+    trial = {"n": 1500, "outer_radius": 1.5, "noise": 0.11, "fraction": 0.01, "seconds": 10.0,
+             "label_spreading_acc": 0.7, "supervised_acc": 0.972, "harmonic_acc": 0.9}
+    trials = [{**trial, "seed": 0, "acc": 0.97, "own_supervised_acc": 0.731},
+              {**trial, "seed": 1, "acc": 0.96}]  # no classifier checked: no own SVM
+    record = tmp_path / "grid.json"
+    record.write_text(json.dumps({"kind": "grid", "command": "semisup.py grid", "commit": "abc",
+                                  "date": "2026-12-04", "machine": "m", "bayes": {"1.5/0.11": 0.9885},
+                                  "matmul_gflops": 100.0, "trials": trials}))
+    semisup.main(["table", str(record)])
+    out = capsys.readouterr().out
+    assert "| seeds ≥ target | the fit's own SVM ACC | s per fit (median) |" in out
+    assert "| 0.967 0.967 | 1 of 2 | 0.731 – | 10 | 1.00 |" in out
+    # The fit's own SVM: the chosen C and gamma refitted on the labeled points.
+    x, y, known = rings_and_labels(300, 1.5, 0.1, 0, 0.1)
+    lab = known >= 0
+    svm = SVC(C=10.0, gamma=2.0).fit(x[lab].astype(np.float64), known[lab])
+    assert own_supervised_acc(x, y, known, {"C": 10.0, "gamma": 2.0}) == round(
+        float(np.mean(svm.predict(x) == y)), 4)
 
 
 @pytest.mark.slow  # a harness command end to end (about 10 s)
