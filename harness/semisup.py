@@ -131,9 +131,10 @@ def supervised_acc(x, y, known):
 def own_supervised_acc(x, y, known, params):
     """ACC of the label classifier the fit itself drew: an RBF SVM of the
     labeled points with the C and gamma its own cross-validation chose
-    (``label_check_["params"]``; two classes), beside the reference
-    (``supervised_acc``, whose folds are shuffled by seed 0). With a dozen
-    labels the two draws can choose far apart."""
+    (``label_check_["params"]``), beside the reference (``supervised_acc``,
+    whose folds are shuffled by seed 0). With a dozen labels the two draws
+    can choose far apart. The fit's classifier itself where it sees the
+    points as they are (two classes, no embedding: the ring grid)."""
     from sklearn.svm import SVC
 
     from spectralnet_tf.metrics import acc

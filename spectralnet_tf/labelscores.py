@@ -100,10 +100,12 @@ def fit_label_classifier(z, labels, seed=0, max_labeled=MAX_LABELED):
 
 def machine_params(classifier):
     """The C and gamma of a label classifier (``fit_label_classifier``'s
-    ``SVC``, or the machines of its ``OneVsRestClassifier``), as floats: which
-    setting its cross-validation chose."""
+    ``SVC``, or the machines of its ``OneVsRestClassifier``): which setting
+    its cross-validation chose, as floats; gamma stays scikit-learn's
+    ``"scale"`` where there were no folds (a class with a single label)."""
     machine = getattr(classifier, "estimator", classifier)
-    return {"C": float(machine.C), "gamma": float(machine.gamma)}
+    gamma = machine.gamma
+    return {"C": float(machine.C), "gamma": gamma if isinstance(gamma, str) else float(gamma)}
 
 
 def decision_columns(classifier, z):

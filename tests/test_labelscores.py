@@ -62,6 +62,10 @@ def test_machine_params_read_the_chosen_c_and_gamma_of_either_classifier():
     assert len(ovr.estimators_) == 3
     assert machine_params(ovr) == {"C": ovr.estimator.C, "gamma": ovr.estimator.gamma}
     assert machine_params(ovr) == {"C": ovr.estimators_[2].C, "gamma": ovr.estimators_[2].gamma}
+    one = np.full_like(y, -1)  # a single label of one class: no folds, the defaults
+    one[[0, 1, 2]] = y[[0, 1, 2]]
+    one[np.flatnonzero(y != y[0])[0]] = 1 - y[0]
+    assert machine_params(fit_label_classifier(x, one)) == {"C": 1.0, "gamma": "scale"}
 
 
 def test_one_class_of_labels_is_refused_with_its_class_and_count():
