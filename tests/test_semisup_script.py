@@ -341,11 +341,12 @@ def test_gate_solves_on_the_graph_the_check_leaves_and_renders(tmp_path, load_sc
     assert "checked by the classifier's own score (" in out
 
 
-def _gate_table(tmp_path, trials):
-    """``semisup.py table`` of a gate record holding ``trials``."""
+def _gate_table(tmp_path, trials, **fields):
+    """``semisup.py table`` of a gate record holding ``trials`` (and any
+    further record ``fields``)."""
     path = tmp_path / "gate.json"
     path.write_text(json.dumps({"kind": "gate", "command": "c", "commit": "x", "date": "d",
-                                "machine": "m", "strength": 8.0, "trials": trials}))
+                                "machine": "m", "strength": 8.0, **fields, "trials": trials}))
     return _table(path)
 
 
@@ -388,13 +389,9 @@ def test_gate_table_renders_the_tie_break_and_the_poisson_check_a_record_tried(t
               for keep, rp, checked, on_poisson in ((True, 0.7, 0.9, 0.75),
                                                     (True, 0.85, 0.9, 0.9),
                                                     (False, 0.6, 0.7, 0.7))]
-    path = tmp_path / "gate.json"
     for tie_break, words in (("cut", "the one whose classes the graph as it is cuts least."),
                              ("grid", "in grid order, as the estimator picks them.")):
-        path.write_text(json.dumps({"kind": "gate", "command": "c", "commit": "x", "date": "d",
-                                    "machine": "m", "strength": 8.0, "tie_break": tie_break,
-                                    "trials": trials}))
-        out = _table(path)
+        out = _gate_table(tmp_path, trials, tie_break=tie_break)
         assert words in out
         assert "| 0.01 | checked (1 dropped) | 2 of 3 |" in out
         assert "| 0.01 | checked on the reshaped graph's Poisson score (2 dropped) | 1 of 3 |" in out
