@@ -485,7 +485,7 @@ def bench_scale(args, command):
                                    "exact_eigenvalues_plain", "exact_cluster_sizes_plain",
                                    "exact_edge_purity_plain", "exact_kmeans_runs_plain",
                                    "by_part", "cluster_sizes", "class_sizes",
-                                   "deformation_pairs", "history",
+                                   "deformation_pairs", "source_pairs", "history",
                                    "siamese_history") if key in r},
         "epochs": r["epochs"], "iterations": r["iterations"], "config": r["config"]}
     if "test_acc" in r:

@@ -199,6 +199,10 @@ def build_parser():
                     help="infimnist, Siamese distance: also pair each digit with another one "
                          "made from the same MNIST digit as a Siamese positive (fit's groups; "
                          "the data set's construction, no labels)")
+    mn.add_argument("--no-source-pairs", action="store_true",
+                    help="infimnist: draw SpectralNet's minibatches as rows alone, not as pairs "
+                         "of digits made from one MNIST digit joined in the graph (the default; "
+                         "fit's groups, the data set's construction, no labels)")
     mn.add_argument("--grassmann", action="store_true",
                     help="Grassmann distance to the true eigenvectors of the full-data "
                          "Laplacian: the kNN graph that the minibatches sample, with "
@@ -292,6 +296,8 @@ def build_config(args):
                                 if getattr(args, flag) is not None})
         if args.views is not None:
             embedding.set_params(views=None if args.views == "none" else args.views)
+        if args.deformation_pairs:
+            embedding.set_params(group_pairs=True)
         if embedding.views == "redraw" and args.data_dir:  # the sources from the data's folder
             embedding.set_params(views=Redraw(data_dir=args.data_dir))
     elif args.views not in (None, "none") or args.siamese_n_views is not None:
@@ -346,7 +352,10 @@ class Job:
             raise UsageError(str(err)) from None
         self.x, self.y, self.x_test, self.y_test = split(args, x, y)
         # Infinite MNIST's sources, read before input space turns the rows into an array.
-        self.groups = self.x.sources if args.deformation_pairs and args.dset == "infimnist" else None
+        # SpectralNet's graph joins the digits of one source (and with
+        # --deformation-pairs the Siamese pairs do too): fit's groups.
+        wanted = args.deformation_pairs or not args.no_source_pairs
+        self.groups = self.x.sources if wanted and args.dset == "infimnist" else None
         self.space = args.space or ("code" if args.dset in CODE_SPACE else "input")
         if self.space == "input" and is_lazy(self.x):
             self.x = map_batches(None, self.x)  # SpectralNet trains on the raw rows: in memory
@@ -388,6 +397,9 @@ class Job:
             if len(self.x) <= N_ORIGINAL:
                 raise UsageError(f"--deformation-pairs pairs deformed digits, which come after "
                                  f"MNIST's {N_ORIGINAL:,}; got --n {len(self.x)}.")
+            if args.no_source_pairs:
+                raise UsageError("--deformation-pairs gives SpectralNet's graph the pairs of one "
+                                 "source too; it cannot go with --no-source-pairs.")
 
     def disk_needs(self, out):
         """Bytes the run writes, by directory: checkpoints (weights and one
@@ -620,8 +632,10 @@ def run(job, out, resume=False, write=True):
         results["labeled"] = int((known >= 0).sum())
 
     t = time.perf_counter()
-    if job.groups is not None:
+    if args.deformation_pairs:
         results["deformation_pairs"] = True
+    if job.groups is not None:
+        results["source_pairs"] = True
     net.fit(x, partial_labels=known, groups=job.groups, eigvecs=eigvecs, resume=resume)
     phase("train", t)
     # The points in the space SpectralNet clusters: the rows, or the codes

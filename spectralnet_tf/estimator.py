@@ -26,7 +26,8 @@ from .losses import LAPLACIANS
 from .metrics import label_permutation
 from .nclusters import Eigengap
 from .networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
-from .siamese import SiameseEmbedding, check_groups
+from .groups import check_groups
+from .siamese import SiameseEmbedding
 from .streaming import (dataset_batches, dataset_rows, is_dataset, is_lazy, map_batches,
                         spooled)
 from .summaries import EpochLog, write_phase_seconds
@@ -685,11 +686,16 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             embedding, after which k-means recovers the classes.
         groups : array-like of int of shape (n_samples,), optional
             Points known to be views of one item, without its class: one id
-            per point, equal for e.g. the deformations of one digit. Only with
-            ``affinity_embedding="siamese"``: each point whose group has
-            another member gets one more positive Siamese pair, with a random
-            member, so that the learned distance ignores what varies within a
-            group. Unsupervised (ids, not labels).
+            per point, equal for e.g. the deformations of one digit.
+            Unsupervised (ids, not labels). Each gradient minibatch is drawn
+            as pairs, a point and a random other member of its group (a
+            random point where it has none), and a pair of one group gets
+            affinity 1, as a pair of one label does, so that F_theta maps the
+            views of one item together (``groups``). With a Siamese
+            ``affinity_embedding`` (and its ``group_pairs``), each point whose
+            group has another member also gets a positive Siamese pair with a
+            random member, so that the learned distance ignores what varies
+            within a group.
         eigvecs : array of shape (n_samples, n_clusters), optional
             True Laplacian eigenvectors of X; if given, the history records
             the Grassmann distance to them after each epoch.
@@ -746,11 +752,6 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         check_two_classes(labels)
         siamese = isinstance(plan.affinity_embedding, SiameseEmbedding)
         if groups is not None:
-            if not siamese:
-                raise ValueError(
-                    "groups are Siamese positives and need affinity_embedding='siamese', got "
-                    f"affinity_embedding={self.affinity_embedding!r} (a SiameseEmbedding "
-                    "object takes them too).")
             groups = check_groups(groups, n)
         if eigvecs is not None and not choose_k and np.shape(eigvecs) != (n, plan.n_clusters):
             raise ValueError(
@@ -844,6 +845,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             checkpointer=checkpointers.get("spectral"),
             x_eval=Z if eigvecs is not None else None, eigvecs=eigvecs,
             strategy=self._strategy(), init=self.init, z_train=c_train, z_val=c_val,
+            groups_train=None if groups is None else groups[perm[plan.n_val:]],
             log=self._epoch_log("spectralnet"),
         )
         if self.encoder is not None:

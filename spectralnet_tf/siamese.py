@@ -18,6 +18,7 @@ from sklearn.exceptions import NotFittedError
 
 from . import distribute
 from .checks import check_choice, check_int, check_positive, check_units
+from .groups import random_members
 from .losses import contrastive_loss
 from .neighbors import BACKENDS, make_neighbors
 from .networks import DTYPE_POLICIES, dense_stack
@@ -89,7 +90,7 @@ def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None, positives_per
         bad[bad] = _is_neighbour(nbrs, first[bad], neg_second[bad])
     firsts, seconds = [first, first], [pos_second, neg_second]
     flags = [np.ones(first.size, np.float32), np.zeros(first.size, np.float32)]
-    extra = [make(given, rng) for make, given in ((_labeled_pairs, labels), (_group_pairs, groups))
+    extra = [make(given, rng) for make, given in ((_labeled_pairs, labels), (random_members, groups))
              if given is not None]
     for pairs in extra:
         for arrays, part in zip((firsts, seconds, flags), pairs):
@@ -126,42 +127,6 @@ def _labeled_pairs(labels, rng):
                 flag.append(positive)
     return ([np.asarray(first, np.int64)], [np.asarray(second, np.int64)],
             [np.asarray(flag, np.float32)])
-
-
-def check_groups(groups, n):
-    """``fit``'s ``groups``: one integer id per point, as int64."""
-    out = np.asarray(groups)
-    if out.shape != (n,):
-        raise ValueError(f"groups must have shape (n_samples,) = ({n},), got "
-                         f"groups.shape={out.shape}.")
-    if not np.issubdtype(out.dtype, np.integer) or out.dtype == bool:
-        raise ValueError(f"groups must hold integer ids, got dtype={out.dtype} "
-                         f"(e.g. groups[0]={out.flat[0].item()!r}).")
-    return out.astype(np.int64, copy=False)
-
-
-def _group_pairs(groups, rng):
-    """For each point whose group has another member, that point and a
-    uniformly drawn other member, as positives (``_labeled_pairs``' layout).
-    Vectorized over a sort by group (O(n log n)), for the millions of
-    infinite-MNIST digits."""
-    groups = np.asarray(groups)
-    n = len(groups)
-    index = np.int32 if n < 2**31 else np.int64  # half the memory at millions of points
-    order = np.argsort(groups, kind="stable").astype(index)
-    sorted_groups = groups[order]
-    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]]).astype(index)
-    del sorted_groups
-    sizes = np.diff(np.r_[starts, index(n)])
-    start, size = np.repeat(starts, sizes), np.repeat(sizes, sizes)
-    within = np.arange(n, dtype=index) - start  # position inside the group
-    keep = size > 1
-    start, size, within = start[keep], size[keep], within[keep]
-    # An offset in [1, size): any member but the point itself, uniformly.
-    within += rng.integers(1, size, dtype=index)
-    within %= size
-    first = order[keep]
-    return [first], [order[start + within]], [np.ones(first.size, np.float32)]
 
 
 #: Activations of the Siamese output layer: ours, and the paper's Table 3.
@@ -349,6 +314,11 @@ class SiameseEmbedding(BaseEstimator):
         negatives and any labelled pairs. Above it, building the pairs costs
         the same at any n; with ``steps_per_epoch`` training does too, and
         the net, a function of the input, still embeds every point.
+    group_pairs : bool, default=True
+        Whether ``fit``'s ``groups`` add Siamese positives: for each point
+        whose group has another member, a pair with a random one of them.
+        False: groups reach SpectralNet's graph only (``SpectralNet.fit``),
+        as where ``views`` already pair each point with copies of its item.
 
     Attributes
     ----------
@@ -370,7 +340,7 @@ class SiameseEmbedding(BaseEstimator):
                  n_nbrs=2, positives_per_point=None, batch_size=128, learning_rate=1e-3,
                  max_epochs=100, steps_per_epoch=None, patience=10, min_lr=1e-8,
                  dtype_policy="float32", neighbors="auto", views=None, n_views="auto",
-                 max_samples=None):
+                 max_samples=None, group_pairs=True):
         self.hidden_units = hidden_units
         self.output_activation = output_activation
         self.n_nbrs = n_nbrs
@@ -386,6 +356,7 @@ class SiameseEmbedding(BaseEstimator):
         self.views = views
         self.n_views = n_views
         self.max_samples = max_samples
+        self.group_pairs = group_pairs
 
     def check_params(self, strategy=None):
         """Raise a ValueError naming the first bad parameter; under a
@@ -410,6 +381,9 @@ class SiameseEmbedding(BaseEstimator):
         for name in ("learning_rate", "min_lr"):
             check_positive(name, getattr(self, name))
         check_choice("dtype_policy", self.dtype_policy, DTYPE_POLICIES)
+        if not isinstance(self.group_pairs, (bool, np.bool_)):
+            raise ValueError(f"group_pairs must be True or False, got "
+                             f"group_pairs={self.group_pairs!r}.")
         if not (hasattr(self.neighbors, "kneighbors")
                 or (isinstance(self.neighbors, str) and self.neighbors in BACKENDS)):
             raise ValueError(f"neighbors must be one of {BACKENDS} or an object with a "
@@ -461,7 +435,8 @@ class SiameseEmbedding(BaseEstimator):
             checkpointer=None, strategy=None, log=None):
         """Train a new net on the pairs of X (``make_pairs``): its nearest
         neighbours and its views, plus pairs from ``labels`` (-1: unknown) and
-        ``groups`` (ids of views of one item), if given; above
+        ``groups`` (ids of views of one item; not with ``group_pairs=False``),
+        if given; above
         ``max_samples`` points, on the rows ``sample_rows`` draws. ``y`` is
         ignored. ``view_coords`` (V, n, d) are the views in X's space, as
         ``view_coordinates`` makes them; by default made here from X itself.
@@ -470,6 +445,8 @@ class SiameseEmbedding(BaseEstimator):
         over its replicas. ``log(epoch, values)`` gets each epoch's values
         (``train.run_epochs``). Returns self."""
         self.check_params(strategy)
+        if not self.group_pairs:
+            groups = None
         if view_coords is not None:
             expected = (self.resolved_n_views(), len(X), np.shape(X)[1])
             if np.shape(view_coords) != expected:

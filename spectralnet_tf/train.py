@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from . import distribute
 from .affinity import apply_labels
+from .groups import GroupTable, apply_groups
 from .losses import label_loss, spectral_loss
 from .metrics import grassmann
 from .orthonorm import gram, tangent_projection
@@ -432,7 +433,7 @@ def gradient_step(model, optimizer, x_batch, w, laplacian="unnormalized", gradie
 
 
 def warm_start_eigenvectors(affinity, x_train, k, *, batch_size, laplacian="unnormalized",
-                            seed=0, labels=None, strategy=None, z_train=None):
+                            seed=0, labels=None, strategy=None, z_train=None, groups=None):
     """The start ``spectral_warm_start`` fits F_theta to: a random subsample
     of ``WARM_START_POINTS`` rows of ``x_train`` (at least one minibatch; all
     of them if there are fewer) and the ``k`` smallest eigenvectors of the graph
@@ -440,14 +441,26 @@ def warm_start_eigenvectors(affinity, x_train, k, *, batch_size, laplacian="unno
     computed exactly (under a strategy, the first replica's are used
     everywhere), scaled to RMS ``WARM_START_RMS``. Labeled pairs (``labels``,
     -1: unknown) override the subsample's affinity as in training
-    (``affinity.apply_labels``). The same (rows, targets) for the same
-    ``seed``: a resumed fit measures against them again (``near_the_start``)."""
+    (``affinity.apply_labels``). With ``groups`` (a ``GroupTable`` of the
+    training rows) the subsample is drawn as the minibatches are, half of
+    it rows and the other half a partner of one group for each (repeats
+    dropped), and pairs of one group get affinity 1. The same (rows, targets)
+    for the same ``seed``: a resumed fit measures against them again
+    (``near_the_start``)."""
     strategy = distribute.get(strategy)
     n = len(x_train)
     size = subsample_size(n, batch_size)
-    rows = np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
+    rng = np.random.default_rng(seed)
+    if groups is None or size == n:
+        rows = np.sort(rng.choice(n, size, replace=False))
+    else:
+        first = rng.choice(n, size - size // 2, replace=False).astype(np.int32)
+        partners = groups.partners(tf.random.Generator.from_seed(seed), first[:size // 2])
+        rows = np.unique(np.r_[first, partners.numpy()])
     z_sub = affinity.embed_all(x_train[rows]) if z_train is None else z_train[rows]
     w = subsample_graph(affinity, z_sub, batch_size)
+    if groups is not None:
+        w = apply_groups(w, tf.gather(groups.ids, rows))
     if labels is not None and (labels[rows] >= 0).any():
         w = apply_labels(w, tf.constant(labels[rows]))
     # float64: near-degenerate small eigenvalues must not drown in float32 rounding.
@@ -584,6 +597,7 @@ def train_spectralnet(
     init="random",
     z_train=None,
     z_val=None,
+    groups_train=None,
     log=None,
 ):
     """Algorithm 1: train F_theta (``model``) with alternating ortho and
@@ -609,6 +623,10 @@ def train_spectralnet(
     holds the Grassmann distance after each epoch. ``z_train``/``z_val`` are
     the points' coordinates for the affinity, when they are not
     ``affinity.embed_all(x)`` (``PrecomputedAffinity``: row indices).
+    With ``groups_train`` (a group id per training point: views of one item,
+    ``groups``), each gradient minibatch is drawn as pairs, a point and a
+    random other member of its group, and the pairs of one group get
+    affinity 1 (``groups.apply_groups``).
     ``log(epoch, values)`` is called after each epoch (``run_epochs``).
     Returns the history dict.
 
@@ -636,7 +654,12 @@ def train_spectralnet(
     y_tr = tf.constant(y_train)
     semi_supervised = bool((y_train >= 0).any())  # decided once, at trace time
     labeled_rows = tf.constant(np.flatnonzero(y_train >= 0), tf.int32)
-    m_labeled = min(int(labeled_rows.shape[0]), int(round(labeled_share * batch_size)))
+    grouped = groups_train is not None
+    table = GroupTable(groups_train) if grouped else None
+    group_ids = table.ids if grouped else None
+    # Labeled rows are oversampled among the rows drawn, not among their partners.
+    m_drawn = batch_size - batch_size // 2 if grouped else batch_size
+    m_labeled = min(int(labeled_rows.shape[0]), int(round(labeled_share * batch_size)), m_drawn)
     generator = tf.random.Generator.from_seed(seed)
     with strategy.scope():
         optimizer = keras.optimizers.RMSprop(learning_rate)
@@ -664,6 +687,8 @@ def train_spectralnet(
         # from the gathered coordinates.
         local = distribute.local_part(rows)
         w = affinity.kernel_matrix(distribute.all_gather(tf.gather(z_tr, local)))
+        if grouped:
+            w = apply_groups(w, tf.gather(group_ids, rows))
         targets = None
         if semi_supervised:
             w = apply_labels(w, tf.gather(y_tr, rows))
@@ -680,7 +705,9 @@ def train_spectralnet(
                 warm_up(optimizer, learning_rate, steps_per_epoch)
             # Fresh minibatches, drawn once for all replicas.
             distribute.run(strategy, ortho_step, sample_rows(generator, n, ortho_batch_size))
-            rows = sample_rows(generator, n, batch_size, labeled_rows, m_labeled)
+            draw = functools.partial(sample_rows, generator, n, preferred=labeled_rows,
+                                     m_preferred=m_labeled)
+            rows = table.minibatch(generator, draw, batch_size) if grouped else draw(batch_size)
             total += distribute.run(strategy, loss_step, rows)
         return total / tf.cast(steps, tf.float32)
 
@@ -697,7 +724,7 @@ def train_spectralnet(
         start = warm_start_eigenvectors(
             affinity, x_train, k, batch_size=batch_size,
             laplacian=laplacian, seed=seed, labels=y_train if semi_supervised else None,
-            strategy=strategy, z_train=None if z_train is None else z_tr.numpy())
+            strategy=strategy, z_train=None if z_train is None else z_tr.numpy(), groups=table)
         if checkpointer is None or checkpointer.latest() is None:
             started = spectral_warm_start(body, x_train, start, batch_size=batch_size, seed=seed,
                                           strategy=strategy)

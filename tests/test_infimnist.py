@@ -207,6 +207,7 @@ def test_run_py_trains_on_infimnist_codes_and_scores_fresh_digits(tmp_path):
     assert [len(saved["siamese_history"][key]) for key in ("loss", "val_loss", "lr")] == [3, 3, 3]
     assert saved["siamese_history"]["val_loss"] == results["siamese_history"]["val_loss"]
     assert results["autoencoder"]["file"] == cli.AE_INFIMNIST
+    assert results["source_pairs"] is True  # the graph joins digits of one source
     # Codes of the pretrained autoencoder: well above chance even after 10 steps.
     assert results["acc"] > 0.5 and results["test_acc"] > 0.5
     # ACC on MNIST's own 70,000 and the 1,000 deformed digits, under one matching:
@@ -268,3 +269,51 @@ def test_a_selection_of_a_selection_stays_sparse_and_unsorted_rows_are_refused(m
     np.testing.assert_array_equal(got, digits(infimnist.N_ORIGINAL + outer[[14, 21, 28]]))
     with pytest.raises(ValueError, match="strictly increasing"):
         x.take_rows(np.array([5, 3]))
+
+
+class _Stop(Exception):
+    pass
+
+
+@needs_mnist
+@pytest.mark.parametrize("flags, groups, siamese_pairs", [
+    ([], True, False), (["--no-source-pairs"], False, False),
+    (["--deformation-pairs"], True, True)])
+def test_infimnist_runs_give_fit_each_digits_source_as_groups(monkeypatch, tmp_path, flags,
+                                                               groups, siamese_pairs):
+    """By default SpectralNet's graph joins digits of one source and the Siamese
+    net takes its source pairs from the views alone; --deformation-pairs adds
+    the Siamese group pairs, --no-source-pairs drops the groups."""
+    from harness import reproduce as cli
+    from spectralnet_tf import SpectralNet
+
+    seen = {}
+
+    def fit(self, x, y=None, *, partial_labels=None, groups=None, **kwargs):
+        seen.update(groups=groups, n=len(x), pairs=self.affinity_embedding.group_pairs)
+        raise _Stop
+
+    monkeypatch.setattr(SpectralNet, "fit", fit)
+    with pytest.raises(_Stop):
+        cli.run_command(["--dset", "infimnist", "--n", "71000", "--out", str(tmp_path / "run"),
+                         "--no-plots", "--quiet", *flags])
+    assert seen["pairs"] is siamese_pairs
+    if groups:
+        sources = seen["groups"]
+        assert len(sources) == seen["n"] == 71000
+        np.testing.assert_array_equal(sources[[0, 69999, 70000, 70999]], [0, 69999, 0, 999])
+    else:
+        assert seen["groups"] is None
+
+
+@needs_mnist
+def test_deformation_pairs_and_no_source_pairs_are_refused_together(tmp_path, capsys):
+    from harness import reproduce as cli
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.run_command(["--dset", "infimnist", "--n", "71000", "--deformation-pairs",
+                         "--no-source-pairs", "--out", str(tmp_path / "run"), "--quiet"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "run.py: error: --deformation-pairs gives SpectralNet's graph the pairs of one source "
+        "too; it cannot go with --no-source-pairs."]

@@ -74,8 +74,8 @@ def test_flags_override_the_dataset_config():
     assert config["dtype_policy"] == siamese.dtype_policy == "mixed_bfloat16"
     assert cli.build_config(cli.parse_args(["--dset", "mnist"]))["affinity_embedding"].n_nbrs == 5
     # Infinite MNIST: MNIST's settings (its precision by the hardware too) with
-    # its epoch lengths as step budgets, its own views, and the Siamese pairs
-    # on a sample of MNIST's size.
+    # its epoch lengths as step budgets, its own views, the Siamese pairs on a
+    # sample of MNIST's size, and the sources' pairs left to the graph.
     infi = cli.build_config(cli.parse_args(["--dset", "infimnist"]))
     lean = cli.build_config(cli.parse_args(["--dset", "mnist"]))
 
@@ -88,7 +88,8 @@ def test_flags_override_the_dataset_config():
                           "steps_per_epoch": 61, "affinity_embedding__steps_per_epoch": 1107,
                           "max_epochs": 60, "affinity_embedding__max_epochs": 60,
                           "affinity_embedding__views": "redraw",
-                          "affinity_embedding__max_samples": 70_000}
+                          "affinity_embedding__max_samples": 70_000,
+                          "affinity_embedding__group_pairs": False}
     drawn = cli.build_config(cli.parse_args(["--dset", "mnist", "--siamese-max-samples", "500"]))
     assert drawn["affinity_embedding"].max_samples == 500
     # MNIST's own budgets, set by the 5-minute target in float32: 60 quarter

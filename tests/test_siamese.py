@@ -117,7 +117,7 @@ def test_a_step_budget_trains_on_random_pairs_and_caps_the_validation_pairs(monk
 def test_groups_add_one_positive_with_another_member_for_each_grouped_point():
     import pytest
 
-    from spectralnet_tf.siamese import check_groups
+    from spectralnet_tf.groups import check_groups
 
     x, _ = _blobs()
     groups = np.arange(len(x)) % 120  # 60 groups of 3 and 60 of 2 (points 0-59 and 120-...)

@@ -1,0 +1,157 @@
+"""Groups (views of one item) in SpectralNet's minibatches and graph."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from spectralnet_tf import SpectralNet
+from spectralnet_tf.groups import GroupTable, apply_groups, layout
+from spectralnet_tf.metrics import acc as cluster_acc
+
+
+def _groups(n=600, seed=0):
+    """Ids of groups of 1 to 7 members, shuffled, with gaps in the ids."""
+    rng = np.random.default_rng(seed)
+    ids = np.repeat(rng.choice(10_000, size=n, replace=False), rng.integers(1, 8, size=n))[:n]
+    return rng.permutation(ids)
+
+
+def test_layout_places_each_point_inside_its_group():
+    groups = _groups()
+    t = layout(groups)
+    n = len(groups)
+    np.testing.assert_array_equal(t.order[t.start + t.within], np.arange(n))
+    assert np.all(np.diff(groups[t.order]) >= 0)  # sorted by group
+    # Each point's group: its members are the points of its id, and no others.
+    for i in (0, 17, n - 1):
+        members = t.order[t.start[i]:t.start[i] + t.size[i]]
+        np.testing.assert_array_equal(np.sort(members), np.flatnonzero(groups == groups[i]))
+        assert np.all(t.ids[members] == t.ids[i])
+    assert t.ids.max() + 1 == len(np.unique(groups))
+
+
+def test_partners_are_other_members_drawn_uniformly_and_reproducibly():
+    groups = _groups()
+    table = GroupTable(groups)
+    sizes = np.bincount(np.unique(groups, return_inverse=True)[1])[
+        np.unique(groups, return_inverse=True)[1]]
+    rows = tf.constant(np.repeat(np.arange(len(groups)), 40), tf.int32)
+    partners = table.partners(tf.random.Generator.from_seed(5), rows).numpy()
+    again = table.partners(tf.random.Generator.from_seed(5), rows).numpy()
+    np.testing.assert_array_equal(partners, again)
+    r = rows.numpy()
+    grouped = sizes[r] > 1
+    assert np.all(groups[partners[grouped]] == groups[r[grouped]])
+    assert np.all(partners[grouped] != r[grouped])
+    # Alone in its group: a uniform row, seldom itself.
+    alone = ~grouped
+    assert alone.any() and np.all((partners[alone] >= 0) & (partners[alone] < len(groups)))
+    assert np.mean(partners[alone] == r[alone]) < 0.05
+    # Every other member is drawn, each about equally often (groups of 7: 6 others).
+    seven = np.flatnonzero(sizes == 7)[0]
+    many = tf.fill([6000], tf.constant(seven, tf.int32))
+    counts = np.unique(table.partners(tf.random.Generator.from_seed(1), many).numpy(),
+                       return_counts=True)
+    np.testing.assert_array_equal(np.sort(counts[0]),
+                                  np.sort(np.setdiff1d(np.flatnonzero(groups == groups[seven]),
+                                                       [seven])))
+    assert np.all(np.abs(counts[1] / 6000 - 1 / 6) < 0.02)
+
+
+def test_a_minibatch_is_drawn_rows_then_a_partner_for_each():
+    groups = np.arange(100) // 2  # pairs: 2i and 2i + 1
+    table = GroupTable(groups)
+    seen = []
+
+    def draw(count):
+        seen.append(count)
+        return tf.range(0, 2 * count, 2)  # the even rows
+
+    rows = table.minibatch(tf.random.Generator.from_seed(0), draw, 9).numpy()
+    assert seen == [5] and len(rows) == 9
+    np.testing.assert_array_equal(rows[:5], [0, 2, 4, 6, 8])
+    np.testing.assert_array_equal(rows[5:], [1, 3, 5, 7])
+
+
+def test_apply_groups_joins_one_groups_pairs_and_keeps_the_rest():
+    w = tf.constant(np.random.default_rng(0).uniform(0.1, 0.5, (5, 5)), tf.float32)
+    w = w * (1 - tf.eye(5))
+    ids = tf.constant([3, 1, 3, 2, 1])
+    out = apply_groups(w, ids).numpy()
+    expected = w.numpy().copy()
+    for i, j in ((0, 2), (2, 0), (1, 4), (4, 1)):
+        expected[i, j] = 1.0
+    np.testing.assert_allclose(out, expected)
+    assert np.all(np.diag(out) == 0)
+
+
+def _diagonal_blobs(seed=0):
+    """Four blobs at the corners of a square; classes are the diagonals, and
+    each point of a blob shares a group with the point of the same index in
+    the blob across the diagonal. Far apart, so the graph alone joins no
+    two blobs."""
+    rng = np.random.default_rng(seed)
+    corners = np.array([[0, 0], [0, 10], [10, 10], [10, 0]], np.float32)
+    per = 100
+    x = np.concatenate([c + rng.normal(scale=0.5, size=(per, 2)) for c in corners])
+    y = np.repeat([0, 1, 0, 1], per)
+    groups = np.r_[np.arange(per), np.arange(per) + per, np.arange(per), np.arange(per) + per]
+    return x.astype(np.float32), y, groups
+
+
+def test_groups_join_their_members_in_the_clusters():
+    """The graph alone cannot tell which two of the four blobs belong
+    together; the groups, which join each blob to the one across the
+    diagonal, can: with them the clusters are the diagonals."""
+    x, y, groups = _diagonal_blobs()
+    params = dict(n_clusters=2, hidden_units=(32, 32), max_epochs=30, random_state=0, verbose=0)
+    with_groups = SpectralNet(**params).fit(x, groups=groups)
+    assert cluster_acc(y, with_groups.labels_) == 1.0
+    # The same points differently grouped (within a blob, across it from
+    # the side) give another cut: what the groups say, not the data.
+    sideways = np.r_[np.arange(100), np.arange(100), np.arange(100) + 100, np.arange(100) + 100]
+    other = SpectralNet(**params).fit(x, groups=sideways)
+    assert cluster_acc(y, other.labels_) == 0.5
+    assert cluster_acc(np.repeat([0, 0, 1, 1], 100), other.labels_) == 1.0
+
+
+def test_groups_make_the_minibatches_pairs_of_one_group(monkeypatch):
+    """fit passes the training rows' groups, aligned with them, to Algorithm 1."""
+    from spectralnet_tf import estimator
+
+    x, _, groups = _diagonal_blobs()
+    seen = {}
+    real = estimator.train_spectralnet
+
+    def spy(model, body, affinity, x_train, *args, groups_train=None, **kwargs):
+        seen.update(z=np.array(x_train), groups=groups_train)
+        return real(model, body, affinity, x_train, *args, groups_train=groups_train, **kwargs)
+
+    monkeypatch.setattr(estimator, "train_spectralnet", spy)
+    SpectralNet(2, hidden_units=(8,), max_epochs=1, random_state=0, verbose=0).fit(
+        x, groups=groups)
+    rows = [int(np.flatnonzero(np.all(x == z, axis=1))[0]) for z in seen["z"][:50]]
+    np.testing.assert_array_equal(seen["groups"][:50], groups[rows])
+    with pytest.raises(ValueError, match=r"groups must hold integer ids, got dtype=float64"):
+        SpectralNet(2).fit(x, groups=groups + 0.5)
+
+
+@pytest.mark.parametrize("points", [400, 200])  # all rows; a subsample drawn as pairs
+def test_the_warm_start_solves_the_graph_with_the_groups_edges(monkeypatch, points):
+    """The warm start's eigenvectors are those of the graph the minibatches
+    sample, group edges and all: on the four blobs, the diagonals'."""
+    from spectralnet_tf import train
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.metrics import grassmann
+
+    monkeypatch.setattr(train, "WARM_START_POINTS", points)
+    x, y, groups = _diagonal_blobs()
+    affinity = GaussianKNNAffinity(n_nbrs=5).fit(x, batch_size=100)
+    rows, vecs = train.warm_start_eigenvectors(affinity, x, 2, batch_size=100,
+                                               groups=GroupTable(groups))
+    if points == 200:  # 100 rows and a partner for each, repeats dropped: the pairs are in
+        assert 150 <= len(rows) < 200 and len(np.unique(groups[rows])) <= len(rows) - 50
+    diagonals = np.eye(2)[y[rows]] / np.sqrt(np.bincount(y[rows]))
+    assert grassmann(vecs, diagonals) < 1e-3
+    rows, alone = train.warm_start_eigenvectors(affinity, x, 2, batch_size=100)
+    assert grassmann(alone, np.eye(2)[y[rows]]) > 0.1
