@@ -81,9 +81,11 @@ CONFIGS = {
     # search over all n, views of every digit) grew faster than n.
     # The same knowledge reaches SpectralNet's graph: the run passes each
     # digit's source as fit's groups, so every gradient minibatch is drawn
-    # as pairs of one source, joined at affinity 1, the paper's must-link
-    # value (one partner per point, as groups give the Siamese net; nothing
-    # compared). The Siamese net takes its source pairs from the views alone
+    # as pairs of one source (one partner per point, as groups give the
+    # Siamese net), joined at the affinity that makes their term of the loss
+    # equal to the rest at initialisation (group_weight="balanced", the rule
+    # "equal loss terms at initialisation"; fixed before any infinite-MNIST
+    # figure of it). The Siamese net takes its source pairs from the views alone
     # (group_pairs=False; --deformation-pairs adds the group pairs too).
     "infimnist": None,  # set below, from "mnist"
     # Paper Tables 3/4 and Appendix C, Reuters: SpectralNet 512-256-4 (tanh),

@@ -95,6 +95,15 @@ class GaussianAffinity(BaseEstimator):
         (its ``label_check_``).
     n_scale_batches : int, default=10
         Random batches over which the global median is taken.
+    group_weight : "balanced" or float, default="balanced"
+        Only with ``SpectralNet.fit(X, groups=...)``: the affinity of a pair
+        of one group in a minibatch (``groups.apply_groups``). "balanced":
+        the weight that makes the pairs' term of the loss equal to the rest
+        of it at initialisation (the rule "equal loss terms at
+        initialisation"), measured on a few minibatches before training
+        (``train.balanced_group_weight``; ``SpectralNet.history_`` keeps the
+        value). A number: that weight; 1 is the paper's must-link value for
+        a pair of one label.
 
     Attributes
     ----------
@@ -103,12 +112,13 @@ class GaussianAffinity(BaseEstimator):
     """
 
     def __init__(self, scale_nbr=3, scale="global", embedding=None, n_scale_batches=10,
-                 label_strength=8.0):
+                 label_strength=8.0, group_weight="balanced"):
         self.scale_nbr = scale_nbr
         self.scale = scale
         self.embedding = embedding
         self.n_scale_batches = n_scale_batches
         self.label_strength = label_strength
+        self.group_weight = group_weight
 
     # -- parameters --------------------------------------------------------
     def n_neighbors_needed(self):
@@ -124,6 +134,9 @@ class GaussianAffinity(BaseEstimator):
         check_int("n_scale_batches", self.n_scale_batches, 1)
         check_real("label_strength", self.label_strength, lambda v: 0 <= v < np.inf,
                    "a number >= 0")
+        if not (isinstance(self.group_weight, str) and self.group_weight == "balanced"):
+            check_real("group_weight", self.group_weight, lambda v: 0 < v < np.inf,
+                       "'balanced' or a number > 0")
         if not (self.embedding is None or callable(self.embedding)):
             raise ValueError(f"embedding must be None or a callable, got "
                              f"embedding={self.embedding!r}.")
@@ -331,7 +344,7 @@ class GaussianKNNAffinity(GaussianAffinity):
     ----------
     n_nbrs : int, default=10
         Neighbours each point is connected to.
-    scale_nbr, scale, embedding, n_scale_batches
+    scale_nbr, scale, embedding, n_scale_batches, label_strength, group_weight
         As in ``GaussianAffinity``.
 
     Examples
@@ -345,8 +358,9 @@ class GaussianKNNAffinity(GaussianAffinity):
     """
 
     def __init__(self, n_nbrs=10, scale_nbr=3, scale="global", embedding=None, n_scale_batches=10,
-                 label_strength=8.0):
-        super().__init__(scale_nbr, scale, embedding, n_scale_batches, label_strength)
+                 label_strength=8.0, group_weight="balanced"):
+        super().__init__(scale_nbr, scale, embedding, n_scale_batches, label_strength,
+                         group_weight)
         self.n_nbrs = n_nbrs
 
     def n_neighbors_needed(self):
@@ -451,7 +465,9 @@ class PrecomputedAffinity(BaseEstimator):
     large against n / degree keeps the graph connected.
 
     The diagonal of W (self loops) is ignored, as the Gaussian affinities
-    have none. There are no parameters; ``fit`` takes the graph.
+    have none. There are no parameters; ``fit`` takes the graph. With
+    ``groups``, a pair of one group gets the "balanced" weight (as
+    ``GaussianAffinity``'s default ``group_weight``).
 
     Attributes
     ----------
@@ -461,6 +477,7 @@ class PrecomputedAffinity(BaseEstimator):
 
     embedding = None
     scale_ = None
+    group_weight = "balanced"
 
     def n_neighbors_needed(self):
         """Every point of a minibatch needs another point beside it."""

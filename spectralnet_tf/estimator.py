@@ -690,8 +690,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             Unsupervised (ids, not labels). Each gradient minibatch is drawn
             as pairs, a point and a random other member of its group (a
             random point where it has none), and a pair of one group gets
-            affinity 1, as a pair of one label does, so that F_theta maps the
-            views of one item together (``groups``). With a Siamese
+            the affinity's ``group_weight`` (by default the weight that makes
+            their term of the loss equal to the rest at initialisation), so
+            that F_theta maps the views of one item together (``groups``). With a Siamese
             ``affinity_embedding`` (and its ``group_pairs``), each point whose
             group has another member also gets a positive Siamese pair with a
             random member, so that the learned distance ignores what varies
@@ -846,6 +847,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             x_eval=Z if eigvecs is not None else None, eigvecs=eigvecs,
             strategy=self._strategy(), init=self.init, z_train=c_train, z_val=c_val,
             groups_train=None if groups is None else groups[perm[plan.n_val:]],
+            group_weight=self.affinity_.group_weight,
             log=self._epoch_log("spectralnet"),
         )
         if self.encoder is not None:

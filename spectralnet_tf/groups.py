@@ -6,8 +6,10 @@ digit share an id. That is supervision without labels, and it enters in two
 places. The Siamese net gets, for each point whose group has another member,
 a positive pair with a random one of them (``random_members``). SpectralNet's
 gradient minibatches are drawn as pairs, a point and a random other member of
-its group (``GroupTable.partners``), and such pairs get affinity 1, the
-paper's must-link value for a pair of one label (Sec. 5.3; ``apply_groups``).
+its group (``GroupTable.partners``), and such pairs get one affinity,
+``group_weight`` (``apply_groups``): by default the weight that makes the
+pairs' term of the loss equal to the rest of it at initialisation
+(``train.balanced_group_weight``).
 
 Both draws work on one layout (``layout``): the points sorted by group, each
 point's group as a start and a size in that order, and its place inside it.
@@ -110,12 +112,18 @@ class GroupTable:
         return tf.concat([first, self.partners(generator, first[:m // 2])], axis=0)
 
 
-def apply_groups(w, ids):
-    """Affinity 1 for each pair of one group, off the diagonal; other pairs
-    keep ``w``. ``ids`` holds the minibatch's group ids; in a replica of a
-    ``tf.distribute`` strategy ``w`` holds this replica's rows of W, as in
-    ``affinity.apply_labels``."""
+def group_pairs(ids, dtype=tf.float32):
+    """1 for each pair of one group off the diagonal, else 0: the rows of
+    this replica (all, outside one) against the minibatch of group ``ids``."""
     rows = distribute.local_part(ids)
-    same = tf.equal(rows[:, None], ids[None, :])
-    off_diag = 1.0 - distribute.local_eye(ids.shape[0] or tf.shape(ids)[0], w.dtype)
-    return tf.where(same, off_diag, w)
+    same = tf.cast(tf.equal(rows[:, None], ids[None, :]), dtype)
+    return same * (1.0 - distribute.local_eye(ids.shape[0] or tf.shape(ids)[0], dtype))
+
+
+def apply_groups(w, ids, weight=1.0):
+    """Affinity ``weight`` for each pair of one group, off the diagonal;
+    other pairs keep ``w``. ``ids`` holds the minibatch's group ids; in a
+    replica of a ``tf.distribute`` strategy ``w`` holds this replica's rows
+    of W, as in ``affinity.apply_labels``."""
+    same = group_pairs(ids, w.dtype)
+    return same * tf.cast(weight, w.dtype) + (1.0 - same) * w

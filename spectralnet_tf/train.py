@@ -14,8 +14,8 @@ import numpy as np
 import tensorflow as tf
 
 from . import distribute
-from .affinity import apply_labels
-from .groups import GroupTable, apply_groups
+from .affinity import apply_labels, pairwise_sq_dists
+from .groups import GroupTable, apply_groups, group_pairs
 from .losses import label_loss, spectral_loss
 from .metrics import grassmann
 from .orthonorm import gram, tangent_projection
@@ -433,7 +433,8 @@ def gradient_step(model, optimizer, x_batch, w, laplacian="unnormalized", gradie
 
 
 def warm_start_eigenvectors(affinity, x_train, k, *, batch_size, laplacian="unnormalized",
-                            seed=0, labels=None, strategy=None, z_train=None, groups=None):
+                            seed=0, labels=None, strategy=None, z_train=None, groups=None,
+                            group_weight=1.0):
     """The start ``spectral_warm_start`` fits F_theta to: a random subsample
     of ``WARM_START_POINTS`` rows of ``x_train`` (at least one minibatch; all
     of them if there are fewer) and the ``k`` smallest eigenvectors of the graph
@@ -444,7 +445,7 @@ def warm_start_eigenvectors(affinity, x_train, k, *, batch_size, laplacian="unno
     (``affinity.apply_labels``). With ``groups`` (a ``GroupTable`` of the
     training rows) the subsample is drawn as the minibatches are, half of
     it rows and the other half a partner of one group for each (repeats
-    dropped), and pairs of one group get affinity 1. The same (rows, targets)
+    dropped), and pairs of one group get affinity ``group_weight``. The same (rows, targets)
     for the same ``seed``: a resumed fit measures against them again
     (``near_the_start``)."""
     strategy = distribute.get(strategy)
@@ -460,7 +461,7 @@ def warm_start_eigenvectors(affinity, x_train, k, *, batch_size, laplacian="unno
     z_sub = affinity.embed_all(x_train[rows]) if z_train is None else z_train[rows]
     w = subsample_graph(affinity, z_sub, batch_size)
     if groups is not None:
-        w = apply_groups(w, tf.gather(groups.ids, rows))
+        w = apply_groups(w, tf.gather(groups.ids, rows), group_weight)
     if labels is not None and (labels[rows] >= 0).any():
         w = apply_labels(w, tf.constant(labels[rows]))
     # float64: near-degenerate small eigenvalues must not drown in float32 rounding.
@@ -568,6 +569,38 @@ def near_the_start(run_epoch, distance, variables, schedule, strategy=None):
     return epoch, last
 
 
+#: Minibatches over which ``balanced_group_weight`` sums the loss's two terms.
+GROUP_WEIGHT_BATCHES = 8
+
+
+def balanced_group_weight(model, affinity, x_train, z_train, groups, batch_size, seed=0,
+                          strategy=None):
+    """The affinity of a pair of one group that makes the two terms of the
+    loss equal at initialisation (the net's weights as built, before any
+    warm start): ``L_rest / L_groups``, where over ``GROUP_WEIGHT_BATCHES``
+    minibatches drawn in pairs as in training (``groups``: a ``GroupTable``)
+    L_groups sums ||y_i - y_j||^2 over the pairs of two rows of one group and L_rest
+    W_ij ||y_i - y_j||^2 over all other pairs. 1 where no minibatch holds a
+    pair of one group. Its own random stream, from ``seed``; agreed by all
+    workers."""
+    generator = tf.random.Generator.from_seed(seed)
+    n = len(x_train)
+    rest = within = 0.0
+    for _ in range(GROUP_WEIGHT_BATCHES):
+        rows = groups.minibatch(generator, functools.partial(sample_rows, generator, n),
+                                batch_size)
+        y = tf.constant(distribute.map_rows(model, x_train[rows.numpy()], strategy), tf.float32)
+        d2 = pairwise_sq_dists(y)
+        # A row drawn twice is not a pair: its distance to itself is rounding.
+        same = group_pairs(tf.gather(groups.ids, rows)) * tf.cast(
+            tf.not_equal(rows[:, None], rows[None, :]), tf.float32)
+        w = affinity.kernel_matrix(tf.gather(z_train, rows))
+        rest += float(tf.reduce_sum((1.0 - same) * w * d2))
+        within += float(tf.reduce_sum(same * d2))
+    weight = rest / within if within > 0 else 1.0
+    return distribute.agree({"weight": weight}, strategy)["weight"]
+
+
 def train_spectralnet(
     model,
     body,
@@ -598,6 +631,7 @@ def train_spectralnet(
     z_train=None,
     z_val=None,
     groups_train=None,
+    group_weight="balanced",
     log=None,
 ):
     """Algorithm 1: train F_theta (``model``) with alternating ortho and
@@ -626,7 +660,8 @@ def train_spectralnet(
     With ``groups_train`` (a group id per training point: views of one item,
     ``groups``), each gradient minibatch is drawn as pairs, a point and a
     random other member of its group, and the pairs of one group get
-    affinity 1 (``groups.apply_groups``).
+    affinity ``group_weight`` (``groups.apply_groups``): a number, or
+    "balanced" (``balanced_group_weight``); the history keeps the value.
     ``log(epoch, values)`` is called after each epoch (``run_epochs``).
     Returns the history dict.
 
@@ -668,6 +703,9 @@ def train_spectralnet(
     keep = VALIDATION_MAX_BATCHES * batch_size
     x_val, y_val = x_val[:keep], y_val[:keep]
     z_val = affinity.embed_all(x_val) if z_val is None else np.asarray(z_val, np.float32)[:keep]
+    if grouped and group_weight == "balanced":
+        group_weight = balanced_group_weight(model, affinity, x_train, z_tr, table, batch_size,
+                                             seed=seed, strategy=strategy)
     k = int(body.outputs[0].shape[-1])
     val_batches = validation_batches(x_val, z_val, y_val, batch_size, affinity, k)
     targets_tr = None
@@ -688,7 +726,7 @@ def train_spectralnet(
         local = distribute.local_part(rows)
         w = affinity.kernel_matrix(distribute.all_gather(tf.gather(z_tr, local)))
         if grouped:
-            w = apply_groups(w, tf.gather(group_ids, rows))
+            w = apply_groups(w, tf.gather(group_ids, rows), group_weight)
         targets = None
         if semi_supervised:
             w = apply_labels(w, tf.gather(y_tr, rows))
@@ -724,7 +762,8 @@ def train_spectralnet(
         start = warm_start_eigenvectors(
             affinity, x_train, k, batch_size=batch_size,
             laplacian=laplacian, seed=seed, labels=y_train if semi_supervised else None,
-            strategy=strategy, z_train=None if z_train is None else z_tr.numpy(), groups=table)
+            strategy=strategy, z_train=None if z_train is None else z_tr.numpy(), groups=table,
+            group_weight=group_weight)
         if checkpointer is None or checkpointer.latest() is None:
             started = spectral_warm_start(body, x_train, start, batch_size=batch_size, seed=seed,
                                           strategy=strategy)
@@ -745,6 +784,8 @@ def train_spectralnet(
                          objects={"model": list(model.variables), "optimizer": optimizer,
                                   "generator": generator}, started=started, log=log,
                          strategy=strategy)
+    if grouped:
+        history["group_weight"] = float(group_weight)
     # Final orthogonalization on all training points, so (1/n) Y^T Y = I holds
     # on the training set rather than on one minibatch.
     orthonorm.orthogonalize(distribute.map_rows(body, x_train, strategy))

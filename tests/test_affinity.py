@@ -140,7 +140,8 @@ def test_affinities_are_scikit_learn_estimators_whose_fit_sets_only_fitted_state
 
     aff = GaussianKNNAffinity(n_nbrs=4, scale_nbr=2, scale="global")
     assert aff.get_params() == {"n_nbrs": 4, "scale_nbr": 2, "scale": "global", "embedding": None,
-                                "n_scale_batches": 10, "label_strength": 8.0}
+                                "n_scale_batches": 10, "label_strength": 8.0,
+                                "group_weight": "balanced"}
     copy = clone(aff).set_params(n_nbrs=6)
     assert (copy.n_nbrs, aff.n_nbrs) == (6, 4)
     assert aff.ranks() == {"n_nbrs": 4, "scale_nbr": 2}

@@ -455,7 +455,7 @@ def test_the_saved_parameters_are_json_with_the_parts_by_class(tmp_path):
     assert state["format"] == 4
     assert state["params"]["affinity"] == {"class": "GaussianKNNAffinity", "params": {
         "n_nbrs": 4, "scale_nbr": 3, "scale": "local", "n_scale_batches": 10,
-        "label_strength": 8.0}}
+        "label_strength": 8.0, "group_weight": "balanced"}}
     assert state["params"]["affinity_embedding"] is None
 
 

@@ -1,5 +1,7 @@
 """Groups (views of one item) in SpectralNet's minibatches and graph."""
 
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -155,3 +157,56 @@ def test_the_warm_start_solves_the_graph_with_the_groups_edges(monkeypatch, poin
     assert grassmann(vecs, diagonals) < 1e-3
     rows, alone = train.warm_start_eigenvectors(affinity, x, 2, batch_size=100)
     assert grassmann(alone, np.eye(2)[y[rows]]) > 0.1
+
+
+def test_the_balanced_weight_makes_the_groups_term_equal_the_rest_at_initialisation(
+        monkeypatch):
+    """On the minibatch it was measured on, with the net as built, the loss's
+    term of the pairs of one group, at that weight, equals the rest of it
+    (both in the loss's own trace form)."""
+    from functools import partial
+
+    from spectralnet_tf import train
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.groups import group_pairs
+    from spectralnet_tf.losses import spectral_loss
+    from spectralnet_tf.networks import build_spectralnet
+
+    monkeypatch.setattr(train, "GROUP_WEIGHT_BATCHES", 1)
+    x, _, groups = _diagonal_blobs()
+    affinity = GaussianKNNAffinity(n_nbrs=5).fit(x, batch_size=100)
+    model = build_spectralnet(2, 2, (16,), seed=0)[0]
+    table = GroupTable(groups)
+    weight = train.balanced_group_weight(model, affinity, x, tf.constant(x), table, 100, seed=3)
+    generator = tf.random.Generator.from_seed(3)  # the same draw
+    rows = table.minibatch(generator, partial(train.sample_rows, generator, len(x)), 100)
+    y = model(tf.gather(x, rows))
+    same = group_pairs(tf.gather(table.ids, rows))
+    assert float(tf.reduce_sum(same)) > 0
+    w = affinity.kernel_matrix(tf.gather(x, rows))
+    np.testing.assert_allclose(float(spectral_loss(weight * same, y)),
+                               float(spectral_loss((1 - same) * w, y)), rtol=1e-4)
+    alone = GroupTable(np.arange(len(x)))  # no pair of one group: nothing to balance
+    assert train.balanced_group_weight(model, affinity, x, tf.constant(x), alone, 100) == 1.0
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, "auto", True, np.inf])
+def test_a_bad_group_weight_is_named(bad):
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+
+    x, _, groups = _diagonal_blobs()
+    with pytest.raises(ValueError, match=r"group_weight must be 'balanced' or a number > 0, got "
+                                         rf"group_weight={re.escape(repr(bad))}\."):
+        SpectralNet(2, affinity=GaussianKNNAffinity(group_weight=bad)).fit(x, groups=groups)
+
+
+def test_the_weight_used_is_kept_in_the_history():
+    x, _, groups = _diagonal_blobs()
+    params = dict(n_clusters=2, hidden_units=(8,), max_epochs=1, random_state=0)
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+
+    fixed = SpectralNet(**params, affinity=GaussianKNNAffinity(group_weight=2.5))
+    assert fixed.fit(x, groups=groups).history_["group_weight"] == 2.5
+    balanced = SpectralNet(**params).fit(x, groups=groups).history_["group_weight"]
+    assert balanced > 0 and balanced != 1.0
+    assert "group_weight" not in SpectralNet(**params).fit(x).history_
