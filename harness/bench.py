@@ -12,6 +12,7 @@ the marked blocks of BENCHMARKS.md and README.md.
     python scripts/bench.py kmeans-sample     # k-means fitted on a sample vs all, 1M codes
     python scripts/bench.py profile           # where a spectral step's time goes; float32 vs bf16, graph vs XLA
     python scripts/bench.py default-fit       # SpectralNet's defaults on the illustrative sets
+    python scripts/bench.py group-weight      # the weight of a pair of one group, on digits with copies
     python scripts/bench.py report            # = scripts/report.py: BENCHMARKS.md from the records
 """
 
@@ -620,6 +621,63 @@ def bench_pairs(args, command):
             "matmul GFLOP/s"], rows, command)
 
 
+#: Copies of each digit in ``bench_group_weight``'s development set.
+GROUP_COPIES = 9
+
+
+def shifted_digit_copies(seed):
+    """A development set with known groups and labels, not MNIST: scikit-learn's
+    8×8 digits, each with ``GROUP_COPIES`` copies shifted by up to a pixel
+    along each axis (``views.Shift``), plus Gaussian noise (sd 0.05) on every
+    row. Returns x, the labels, the groups (each copy's source digit) and the
+    mask of the original digits."""
+    from spectralnet_tf.datasets import digits
+    from spectralnet_tf.views import Shift
+
+    x0, y0 = digits()
+    x0 = np.asarray(x0, np.float32)
+    n0 = len(x0)
+    shift = Shift(max_shift=1, side=8)
+    x = np.concatenate([x0] + [shift(x0, np.arange(n0) + (j + 1) * n0, seed=100 + seed)
+                               for j in range(GROUP_COPIES)])
+    x += np.random.default_rng(seed).normal(scale=0.05, size=x.shape).astype(np.float32)
+    return (x, np.tile(y0, GROUP_COPIES + 1), np.tile(np.arange(n0), GROUP_COPIES + 1),
+            np.arange(len(x)) < n0)
+
+
+def bench_group_weight(args, command):
+    """The affinity of a pair of one group (``fit``'s ``groups``) on a
+    development set (``shifted_digit_copies``): for each weight ("none":
+    no groups; "balanced": the rule; or a number) and seed, ACC in all, on
+    the originals and on the copies, the weight the fit used, and the share
+    of copies in the cluster of their source digit (label-free)."""
+    from spectralnet_tf import SpectralNet
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.metrics import acc
+
+    rows = []
+    for weight in args.weights:
+        for seed in args.seeds:
+            x, y, groups, original = shifted_digit_copies(seed)
+            given = weight if weight in ("none", "balanced") else float(weight)
+            net = SpectralNet(n_clusters=10, random_state=seed, max_epochs=60,
+                              affinity=GaussianKNNAffinity(
+                                  group_weight=1.0 if given == "none" else given))
+            start = time.perf_counter()
+            net.fit(x, groups=None if given == "none" else groups)
+            seconds = time.perf_counter() - start
+            labels = net.labels_
+            source = np.tile(labels[original], GROUP_COPIES)
+            rows.append([weight, seed, len(x), net.history_.get("group_weight", "—"),
+                         f"{acc(y, labels):.4f}", f"{acc(y[original], labels[original]):.4f}",
+                         f"{acc(y[~original], labels[~original]):.4f}",
+                         f"{np.mean(labels[~original] == source):.4f}", f"{seconds:.1f}"])
+            print(rows[-1], flush=True)
+    append("The affinity of a pair of one group, on digits with shifted copies", [
+        "group weight", "seed", "n", "weight used", "ACC", "ACC originals", "ACC copies",
+        "copies in their source's cluster", "seconds"], rows, command)
+
+
 def main(argv=None):
     note_start()  # the tree this run starts from names its records
     argv = sys.argv[1:] if argv is None else argv
@@ -627,7 +685,8 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=["matmul", "step", "run", "serve", "reuters-scale", "scale",
                                     "kmeans-sample", "kmeans-rows", "profile", "default-fit",
-                                    "nclusters", "pairs", "graph-sbm", "graph-knn", "report"])
+                                    "nclusters", "pairs", "graph-sbm", "graph-knn",
+                                    "group-weight", "report"])
     p.add_argument("--check", action="store_true",
                    help="report: exit 1 if BENCHMARKS.md or README.md is stale")
     p.add_argument("--sizes", type=int, nargs="+",
@@ -650,6 +709,9 @@ def main(argv=None):
                    f"{' '.join(DEFAULT_FIT_SETS)}); nclusters: blobs, illustrative sets, mnist")
     p.add_argument("--labeled-fraction", type=float, default=0.0,
                    help="default-fit: label each point with this probability (semi-supervised)")
+    p.add_argument("--weights", nargs="+", default=["none", "1", "balanced"],
+                   help="group-weight: the affinities of a pair of one group (none: no "
+                        "groups; balanced: the rule; or numbers; default none 1 balanced)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
                    help="default-fit, nclusters, graph-sbm, graph-knn, kmeans-rows: the seeds "
                    "(default 0 1 2)")
@@ -671,7 +733,8 @@ def main(argv=None):
      "kmeans-sample": bench_kmeans_sample, "kmeans-rows": bench_kmeans_rows,
      "profile": bench_profile,
      "default-fit": bench_default_fit, "nclusters": bench_nclusters, "pairs": bench_pairs,
-     "graph-sbm": bench_graph_sbm, "graph-knn": bench_graph_knn}[args.what](args, command)
+     "graph-sbm": bench_graph_sbm, "graph-knn": bench_graph_knn,
+     "group-weight": bench_group_weight}[args.what](args, command)
     print(f"peak RSS {peak_rss_gib():.2f} GiB")
 
 

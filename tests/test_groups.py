@@ -210,3 +210,18 @@ def test_the_weight_used_is_kept_in_the_history():
     balanced = SpectralNet(**params).fit(x, groups=groups).history_["group_weight"]
     assert balanced > 0 and balanced != 1.0
     assert "group_weight" not in SpectralNet(**params).fit(x).history_
+
+
+def test_the_development_set_has_each_copy_grouped_with_its_source(load_script):
+    """``bench.py group-weight``'s data: the originals first, then copies of
+    each, shifted by up to a pixel; a copy's group is its source's row."""
+    bench = load_script("bench")
+    x, y, groups, original = bench.shifted_digit_copies(0)
+    n0 = int(original.sum())
+    assert len(x) == (bench.GROUP_COPIES + 1) * n0 and np.all(original[:n0])
+    np.testing.assert_array_equal(groups[:n0], np.arange(n0))
+    np.testing.assert_array_equal(y, y[groups])
+    # A copy lies nearer its own source than the typical distance between sources.
+    copy = n0 + 123
+    d = np.linalg.norm(x[:n0] - x[copy], axis=1)
+    assert d[groups[copy]] < np.median(d)
