@@ -767,6 +767,10 @@ def train_spectralnet(
         if checkpointer is None or checkpointer.latest() is None:
             started = spectral_warm_start(body, x_train, start, batch_size=batch_size, seed=seed,
                                           strategy=strategy)
+            # The start as a whole net: Orthonorm's kernel from the start's rows. An
+            # epoch undone returns here, and the validation loss then reads orthonormal
+            # outputs, not the fitted targets' scale, which it would keep as its best.
+            orthonorm.orthogonalize(distribute.map_rows(body, x_train[start[0]], strategy))
             if eigvecs is not None:  # where Algorithm 1 starts, against the true eigenvectors
                 started["start_grassmann"] = grassmann(map_batches(model, x_eval), eigvecs)
         one_epoch, guard = near_the_start(

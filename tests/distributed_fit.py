@@ -27,6 +27,8 @@ VARIANTS = {
                        "learning_rate": 1.0}, False),
     "siamese": ({"affinity_embedding": SiameseEmbedding(hidden_units=(32, 8), max_epochs=2,
                                                         batch_size=64)}, False),
+    # Groups of five points: minibatches in pairs, the balanced weight, the warm start's graph.
+    "groups": ({"init": "spectral", "affinity": GaussianKNNAffinity(scale="local")}, False),
 }
 
 parser = argparse.ArgumentParser()
@@ -54,7 +56,8 @@ for variant in args.variants:
     params, labeled = VARIANTS[variant]
     net = SpectralNet(2, hidden_units=(64, 64), batch_size=256, max_epochs=2, steps_per_epoch=10,
                       random_state=5, distribute=strategy, **params)
-    net.fit(X, partial_labels=known if labeled else None)
+    net.fit(X, partial_labels=known if labeled else None,
+            groups=np.arange(len(X)) // 5 if variant == "groups" else None)
     arrays = {f"weight{i}": w.numpy() for i, w in enumerate(net.model_.weights)}
     arrays.update(loss=np.array(net.history_["loss"]), val_loss=np.array(net.history_["val_loss"]),
                   embedding=net.embedding_, labels=net.labels_, predicted=net.predict(X[::3]),
@@ -62,6 +65,8 @@ for variant in args.variants:
     if "init_grassmann" in net.history_:  # the warm start ran
         for key in ("init_grassmann", "start_distance", "undone", "lr"):
             arrays[key] = np.array(net.history_[key])
+    if "group_weight" in net.history_:
+        arrays["group_weight"] = np.array(net.history_["group_weight"])
     if variant == "siamese":
         arrays["siamese_loss"] = np.array(net.siamese_history_["loss"])
         arrays.update({f"siamese{i}": w.numpy() for i, w in enumerate(net.siamese_.weights)})

@@ -159,7 +159,7 @@ def test_localhost_cluster_needs_a_positive_worker_count(n):
 
 # ------------------------------------------------------------ subprocesses
 VARIANTS = ["knn", "labels", "normalized-local", "full", "spectral-init", "spectral-undo",
-            "siamese"]
+            "groups", "siamese"]
 
 
 def _fit(out, *flags):
@@ -185,6 +185,9 @@ def _assert_same_training(one, many):
         np.testing.assert_allclose(many["start_distance"], one["start_distance"], rtol=LOSS_RTOL)
         for key in ("undone", "lr"):  # the same decisions, agreed by the replicas
             np.testing.assert_array_equal(many[key], one[key], err_msg=key)
+    assert ("group_weight" in one.files) == ("group_weight" in many.files)
+    if "group_weight" in one.files:
+        np.testing.assert_allclose(many["group_weight"], one["group_weight"], rtol=LOSS_RTOL)
 
 
 @pytest.fixture(scope="module")
@@ -204,9 +207,11 @@ def test_two_logical_cpus_equal_single_device_training(variant, single_device, t
         assert "init_grassmann" in single_device[variant].files  # the warm start ran
     if variant == "spectral-undo":  # an epoch was undone, the same way on both layouts
         assert single_device[variant]["undone"][0] == 1
+    if variant == "groups":  # the balanced weight was measured, not left at 1
+        assert single_device[variant]["group_weight"] != 1.0
     """kNN; with labels; normalized Laplacian and local scales; all pairs with labels;
     the spectral warm start (with labels), whose learning-rate ramp is assigned
-    in the compiled loop."""
+    in the compiled loop; groups."""
     _assert_same_training(single_device[variant], two_devices[variant])
 
 

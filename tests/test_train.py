@@ -308,3 +308,33 @@ def test_label_targets_cover_a_subsample_with_every_labeled_point(monkeypatch):
     has = t.sum(axis=1) > 0
     assert has.sum() == 150 and has[labels >= 0].all()
     np.testing.assert_array_equal(t[has].argmax(axis=1), y[has])
+
+
+def test_an_undone_first_epoch_returns_to_an_orthonormal_start():
+    """After the warm start, Orthonorm's kernel is set from the start's rows.
+    So an undone first epoch returns to a whole net, and the validation loss
+    after it reads orthonormal outputs: the same as that net's loss computed
+    here, not the fitted targets' smaller scale."""
+    import functools
+
+    from sklearn.datasets import make_moons
+
+    from spectralnet_tf import train
+    from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.networks import build_spectralnet
+
+    x, _ = make_moons(700, noise=0.05, random_state=0)
+    x = x.astype(np.float32)
+    x_train, x_val = x[:600], x[600:]
+    affinity = GaussianKNNAffinity(scale="local").fit(x_train, batch_size=200)
+    model, body = build_spectralnet(2, 2, (32, 32), seed=0, output_activation="linear")
+    history = train.train_spectralnet(model, body, affinity, x_train, x_val, batch_size=200,
+                                      ortho_batch_size=200, learning_rate=1.0, epochs=1,
+                                      steps_per_epoch=5, init="spectral", verbose=0)
+    assert history["undone"] == [1]  # the only epoch went too far and was undone
+    rows, _ = train.warm_start_eigenvectors(affinity, x_train, 2, batch_size=200)
+    orthonorm = model.layers[-1]
+    orthonorm.orthogonalize(body(x_train[rows]))  # the start as a whole net
+    batches = train.validation_batches(x_val, x_val, np.full(len(x_val), -1), 200, affinity, 2)
+    expected = np.mean([float(train.minibatch_loss(w, model(xb))) for xb, w, _ in batches])
+    np.testing.assert_allclose(history["val_loss"][0], expected, rtol=1e-4)
