@@ -445,9 +445,9 @@ def warm_start_eigenvectors(affinity, x_train, k, *, batch_size, laplacian="unno
     (``affinity.apply_labels``). With ``groups`` (a ``GroupTable`` of the
     training rows) the subsample is drawn as the minibatches are, half of
     it rows and the other half a partner of one group for each (repeats
-    dropped), and pairs of one group get affinity ``group_weight``. The same (rows, targets)
-    for the same ``seed``: a resumed fit measures against them again
-    (``near_the_start``)."""
+    dropped), and pairs of one group get affinity ``group_weight``. The
+    same (rows, targets) for the same ``seed``: a resumed fit measures
+    against them again (``near_the_start``)."""
     strategy = distribute.get(strategy)
     n = len(x_train)
     size = subsample_size(n, batch_size)
@@ -579,10 +579,10 @@ def balanced_group_weight(model, affinity, x_train, z_train, groups, batch_size,
     loss equal at initialisation (the net's weights as built, before any
     warm start): ``L_rest / L_groups``, where over ``GROUP_WEIGHT_BATCHES``
     minibatches drawn in pairs as in training (``groups``: a ``GroupTable``)
-    L_groups sums ||y_i - y_j||^2 over the pairs of two rows of one group and L_rest
-    W_ij ||y_i - y_j||^2 over all other pairs. 1 where no minibatch holds a
-    pair of one group. Its own random stream, from ``seed``; agreed by all
-    workers."""
+    L_groups sums ||y_i - y_j||^2 over the pairs of two rows of one group,
+    and L_rest sums W_ij ||y_i - y_j||^2 over all other pairs. 1 where no
+    minibatch holds a pair of one group. Its own random stream, from
+    ``seed``; agreed by all workers."""
     generator = tf.random.Generator.from_seed(seed)
     n = len(x_train)
     rest = within = 0.0
