@@ -668,7 +668,8 @@ def bench_group_weight(args, command):
             seconds = time.perf_counter() - start
             labels = net.labels_
             source = np.tile(labels[original], GROUP_COPIES)
-            rows.append([weight, seed, len(x), net.history_.get("group_weight", "—"),
+            used = net.history_.get("group_weight")
+            rows.append([weight, seed, len(x), "—" if used is None else f"{used:.3f}",
                          f"{acc(y, labels):.4f}", f"{acc(y[original], labels[original]):.4f}",
                          f"{acc(y[~original], labels[~original]):.4f}",
                          f"{np.mean(labels[~original] == source):.4f}", f"{seconds:.1f}"])
