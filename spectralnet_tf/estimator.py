@@ -692,11 +692,11 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             random point where it has none), and a pair of one group gets
             the affinity's ``group_weight`` (by default the weight that makes
             their term of the loss equal to the rest at initialisation), so
-            that F_theta maps the views of one item together (``groups``). With a Siamese
-            ``affinity_embedding`` (and its ``group_pairs``), each point whose
-            group has another member also gets a positive Siamese pair with a
-            random member, so that the learned distance ignores what varies
-            within a group.
+            that F_theta maps the views of one item together (``groups``).
+            With a Siamese ``affinity_embedding`` (and its ``group_pairs``),
+            each point whose group has another member also gets a positive
+            Siamese pair with a random member, so that the learned distance
+            ignores what varies within a group.
         eigvecs : array of shape (n_samples, n_clusters), optional
             True Laplacian eigenvectors of X; if given, the history records
             the Grassmann distance to them after each epoch.
