@@ -354,8 +354,8 @@ class Job:
         # Infinite MNIST's sources, read before input space turns the rows into an array.
         # SpectralNet's graph joins the digits of one source (and with
         # --deformation-pairs the Siamese pairs do too): fit's groups.
-        wanted = args.deformation_pairs or not args.no_source_pairs
-        self.groups = self.x.sources if wanted and args.dset == "infimnist" else None
+        self.groups = (self.x.sources if args.dset == "infimnist" and not args.no_source_pairs
+                       else None)
         self.space = args.space or ("code" if args.dset in CODE_SPACE else "input")
         if self.space == "input" and is_lazy(self.x):
             self.x = map_batches(None, self.x)  # SpectralNet trains on the raw rows: in memory

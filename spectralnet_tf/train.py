@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from . import distribute
-from .affinity import apply_labels, pairwise_sq_dists
+from .affinity import apply_labels
 from .groups import GroupTable, apply_groups, group_pairs
 from .losses import label_loss, spectral_loss
 from .metrics import grassmann
@@ -590,13 +590,12 @@ def balanced_group_weight(model, affinity, x_train, z_train, groups, batch_size,
         rows = groups.minibatch(generator, functools.partial(sample_rows, generator, n),
                                 batch_size)
         y = tf.constant(distribute.map_rows(model, x_train[rows.numpy()], strategy), tf.float32)
-        d2 = pairwise_sq_dists(y)
         # A row drawn twice is not a pair: its distance to itself is rounding.
         same = group_pairs(tf.gather(groups.ids, rows)) * tf.cast(
             tf.not_equal(rows[:, None], rows[None, :]), tf.float32)
         w = affinity.kernel_matrix(tf.gather(z_train, rows))
-        rest += float(tf.reduce_sum((1.0 - same) * w * d2))
-        within += float(tf.reduce_sum(same * d2))
+        rest += float(spectral_loss((1.0 - same) * w, y))  # the loss's two terms
+        within += float(spectral_loss(same, y))
     weight = rest / within if within > 0 else 1.0
     return distribute.agree({"weight": weight}, strategy)["weight"]
 
@@ -691,7 +690,6 @@ def train_spectralnet(
     labeled_rows = tf.constant(np.flatnonzero(y_train >= 0), tf.int32)
     grouped = groups_train is not None
     table = GroupTable(groups_train) if grouped else None
-    group_ids = table.ids if grouped else None
     # Labeled rows are oversampled among the rows drawn, not among their partners.
     m_drawn = batch_size - batch_size // 2 if grouped else batch_size
     m_labeled = min(int(labeled_rows.shape[0]), int(round(labeled_share * batch_size)), m_drawn)
@@ -726,7 +724,7 @@ def train_spectralnet(
         local = distribute.local_part(rows)
         w = affinity.kernel_matrix(distribute.all_gather(tf.gather(z_tr, local)))
         if grouped:
-            w = apply_groups(w, tf.gather(group_ids, rows), group_weight)
+            w = apply_groups(w, tf.gather(table.ids, rows), group_weight)
         targets = None
         if semi_supervised:
             w = apply_labels(w, tf.gather(y_tr, rows))
