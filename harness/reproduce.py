@@ -71,7 +71,7 @@ INFIMNIST_FRESH = 10000
 #: each data set's own digits (pretrained_ae/README.md).
 AE_ALL, AE_TRAIN60K, AE_INFIMNIST, AE_REUTERS = (
     "ae_mnist_shift2_seed1_weights.h5", "ae_mnist_train60k_weights.h5",
-    "ae_mnist_seed1_inv_weights.h5",
+    "ae_infimnist_inv_weights.h5",
     "ae_reuters_weights.h5")
 
 
