@@ -195,6 +195,13 @@ def build_parser():
     mn.add_argument("--n-views", type=POSITIVE_INT, dest="siamese_n_views",
                     help="view positives per point (default: as many as the neighbour "
                          "positives, --siamese-nbrs)")
+    mn.add_argument("--test-views", type=NONNEGATIVE_INT, default=9,
+                    help="with --split and views in the Siamese distance: each held-out "
+                         "point's cluster from the mean of its embedding and those of this "
+                         "many of its views (test-time augmentation, SpectralNet.predict's "
+                         "views; default 9: ten embeddings, as Krizhevsky et al. 2012 averaged "
+                         "ten crops); 0: the point alone. The point alone is recorded beside "
+                         "it (test_acc_alone)")
     mn.add_argument("--deformation-pairs", action="store_true",
                     help="infimnist, Siamese distance: also pair each digit with another one "
                          "made from the same MNIST digit as a Siamese positive (fit's groups; "
@@ -309,19 +316,22 @@ def build_config(args):
 
 
 def split(args, x, y):
-    """``x, y, x_test, y_test``: all data, or the training part and the held-out
-    part for ``--split`` (MNIST: 60k/10k; Reuters: a random 10% held out)."""
+    """``x, y, x_test, y_test, test_index``: all data, or the training part and
+    the held-out part for ``--split`` (MNIST: 60k/10k; Reuters: a random 10%
+    held out), with the held-out rows' numbers in the data set (what a view
+    reads: ``Redraw`` finds an infinite MNIST digit's source by it)."""
     if not args.split:
-        return x, y, None, None
+        return x, y, None, None, None
     if args.dset == "mnist":
-        return x[:MNIST_N_TRAIN], y[:MNIST_N_TRAIN], x[MNIST_N_TRAIN:], y[MNIST_N_TRAIN:]
+        return (x[:MNIST_N_TRAIN], y[:MNIST_N_TRAIN], x[MNIST_N_TRAIN:], y[MNIST_N_TRAIN:],
+                np.arange(MNIST_N_TRAIN, len(x)))
     if args.dset == "infimnist":
         fresh = InfiMNIST(x.images, x.base_labels, INFIMNIST_FRESH, start=x.start + len(x))
-        return x, y, fresh, fresh.labels
+        return x, y, fresh, fresh.labels, np.arange(fresh.start, fresh.start + len(fresh))
     if args.dset == "reuters":
         held_out = np.random.default_rng(args.seed).uniform(size=len(y)) < REUTERS_TEST_FRACTION
         train, test = np.flatnonzero(~held_out), np.flatnonzero(held_out)
-        return Rows(x, train), y[train], Rows(x, test), y[test]
+        return Rows(x, train), y[train], Rows(x, test), y[test], test
     raise UsageError("--split is defined for --dset mnist (60k/10k), infimnist (fresh digits) "
                      "and reuters (90%/10%).")
 
@@ -350,7 +360,7 @@ class Job:
             x, y, self.k = load_dataset(args.dset, seed=args.seed, **extra)
         except (FileNotFoundError, ValueError, OSError) as err:
             raise UsageError(str(err)) from None
-        self.x, self.y, self.x_test, self.y_test = split(args, x, y)
+        self.x, self.y, self.x_test, self.y_test, self.test_index = split(args, x, y)
         # Infinite MNIST's sources, read before input space turns the rows into an array.
         # SpectralNet's graph joins the digits of one source (and with
         # --deformation-pairs the Siamese pairs do too): fit's groups.
@@ -663,6 +673,18 @@ def run(job, out, resume=False, write=True):
         results.update(n_test=int(len(job.y_test)), test_acc=acc(job.y_test, test_labels),
                        test_nmi=nmi(job.y_test, test_labels))
         phase("test", t)
+        views = getattr(net.affinity_embedding_, "views", None)
+        if views is not None and args.test_views:
+            # Test-time augmentation with the views the Siamese net paired:
+            # the figures of the point alone stay beside it.
+            t = time.perf_counter()
+            test_labels = net.predict(job.x_test, views=views, n_views=args.test_views,
+                                      index=job.test_index)
+            results.update(test_views=args.test_views,
+                           test_acc_alone=results["test_acc"], test_nmi_alone=results["test_nmi"],
+                           test_acc=acc(job.y_test, test_labels),
+                           test_nmi=nmi(job.y_test, test_labels))
+            phase("test_views", t)
     t = time.perf_counter()
     # The paper's k-means (Sec. 3.3), on the embedding's rows as they are: the
     # same net, the other rounding (fit scales the rows to unit length).
@@ -791,6 +813,9 @@ def run(job, out, resume=False, write=True):
     )
     if "test_acc" in results:
         summary += f" test ACC={results['test_acc']:.4f} NMI={results['test_nmi']:.4f}"
+    if "test_acc_alone" in results:
+        summary += (f" ({results['test_views']} views; the point alone "
+                    f"{results['test_acc_alone']:.4f})")
     if "grassmann" in results:
         summary += f" grassmann={results['grassmann']:.4f}"
     if "grassmann_plain" in results:

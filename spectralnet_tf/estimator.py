@@ -19,7 +19,7 @@ from .checks import check_choice, check_int, check_positive, check_real, check_u
 from .affinity import (AFFINITIES, GaussianAffinity, PrecomputedAffinity, check_graph,
                        check_labels)
 from .checkpoint import Checkpointer, check_fingerprint, digest, fingerprint
-from .centroids import NORMALIZE_ROWS, assign, fit_centroids
+from .centroids import NORMALIZE_ROWS, assign, fit_centroids, unit_rows
 from .export import export_saved_model, load_estimator, part_to_json, save_estimator
 from .labelscores import check_two_classes
 from .losses import LAPLACIANS
@@ -32,9 +32,13 @@ from .streaming import (dataset_batches, dataset_rows, is_dataset, is_lazy, map_
                         spooled)
 from .summaries import EpochLog, write_phase_seconds
 from .train import GRADIENTS, INITS, check_label_classifier, train_spectralnet
+from .views import ViewRows, make_view, view_seeds
 
 #: Default minibatch size (paper: 1024 on MNIST); clipped for small data.
 DEFAULT_BATCH_SIZE = 1024
+#: Rows whose copies ``predict(views=...)`` embeds at once (with the copies:
+#: this times n_views + 1 embeddings in memory).
+VIEW_CHUNK = 65536
 #: Fewest iterations per epoch when steps_per_epoch is None.
 MIN_STEPS_PER_EPOCH = 50
 #: max_epochs="auto": epochs for this many iterations, within these bounds.
@@ -1025,9 +1029,74 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         X = self._check_fitted_X(X)
         return dist.map_rows(self.model_, X, self._strategy())
 
-    def predict(self, X):
-        """Cluster of each point: the nearest k-means centroid of its embedding."""
-        return self._assign(self.transform(X))
+    def predict(self, X, *, views=None, n_views=9, index=None, seed=0):
+        """Cluster of each point: the nearest k-means centroid of its embedding.
+
+        With ``views``, test-time augmentation: the centroid nearest the mean
+        of the point's embedding and the embeddings of ``n_views`` transformed
+        copies of it, each row taken as k-means saw it (scaled to unit length
+        where ``normalize_rows_``). A transformation the classes survive
+        keeps a copy in the point's class, so the copies outvote the point
+        where it alone lies near a boundary (Krizhevsky, Sutskever & Hinton
+        2012 averaged the predictions of ten crops). The exported SavedModel
+        predicts the point alone.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), row source or tf.data.Dataset
+            The points.
+        views : {"shift", "deform", "redraw"} or callable, default=None
+            A view as ``SiameseEmbedding(views=...)`` takes it:
+            ``view(x, index, seed) -> x_view`` (``spectralnet_tf.views``).
+            None: each point alone.
+        n_views : int, default=9
+            Transformed copies per point, beside the point itself.
+        index : array-like of int of shape (n_samples,), default=None
+            The rows' numbers as the view reads them (default ``0 .. n - 1``):
+            ``Redraw`` finds an infinite MNIST row's source digit by it, so
+            rows from ``start`` on need ``start + arange(n)``.
+        seed : int, default=0
+            Seeds the copies (one seed per copy, ``views.view_seeds``).
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+
+        Examples
+        --------
+        >>> from spectralnet_tf.views import Shift
+        >>> net.predict(X_images, views=Shift(max_shift=2))  # doctest: +SKIP
+        """
+        if views is None:
+            return self._assign(self.transform(X))
+        check_int("n_views", n_views, 1)
+        check_int("seed", seed, 0)
+        view = make_view(views)
+        if is_dataset(X):
+            X = dataset_rows(X)
+        X = self._check_fitted_X(X)
+        n = len(X)
+        if index is None:
+            index = np.arange(n, dtype=np.int64)
+        index = np.asarray(index)
+        if index.shape != (n,) or not np.issubdtype(index.dtype, np.integer):
+            raise ValueError(f"index must hold one integer row number per row of X, shape "
+                             f"({n},), got index.shape={index.shape} and "
+                             f"index.dtype={index.dtype}.")
+        seeds = view_seeds(seed, n_views)
+        labels = []
+        for start in range(0, n, VIEW_CHUNK):
+            rows = np.asarray(X[start:start + VIEW_CHUNK], np.float32)
+            copies = ViewRows(rows, view, seeds, index=index[start:start + VIEW_CHUNK])
+            embedded = np.concatenate([
+                self.transform(rows)[:, None],
+                dist.map_rows(self.model_, copies, self._strategy()).reshape(
+                    len(rows), n_views, -1)], axis=1)
+            if self._unit_rows():
+                embedded = unit_rows(embedded.reshape(-1, embedded.shape[-1])).numpy().reshape(
+                    embedded.shape)
+            labels.append(self._assign(embedded.mean(axis=1)))
+        return np.concatenate(labels)
 
     # --------------------------------------------------------- persistence
     def export(self, base_dir="export", name="spectralnet", serving_root="/models"):

@@ -210,6 +210,9 @@ def test_run_py_trains_on_infimnist_codes_and_scores_fresh_digits(tmp_path):
     assert results["source_pairs"] is True  # the graph joins digits of one source
     # Codes of the pretrained autoencoder: well above chance even after 10 steps.
     assert results["acc"] > 0.5 and results["test_acc"] > 0.5
+    # The fresh digits' clusters from ten embeddings each: the digit and nine
+    # redraws from its source (found by its index), the digit alone beside it.
+    assert results["test_views"] == 9 and results["test_acc_alone"] > 0.5
     # ACC on MNIST's own 70,000 and the 1,000 deformed digits, under one matching:
     # their weighted mean is the ACC of all.
     for key in ("acc", "kmeans_acc"):

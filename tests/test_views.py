@@ -330,3 +330,61 @@ def test_views_save_by_class_and_parameters_and_a_custom_one_is_refused(tmp_path
     with pytest.raises(ValueError, match="views callable of your own is not supported"):
         fitted(CountingView()).save(str(tmp_path / "custom"))
     assert not (tmp_path / "custom").exists()
+
+
+def jitter(x, index, seed):
+    """A view of any rows: each moved by a small offset drawn from (index, seed)."""
+    return x + 4 * (row_uniforms(index, seed, x.shape[1]) - 0.5).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def blobs_net():
+    from sklearn.datasets import make_blobs
+
+    from spectralnet_tf import SpectralNet
+
+    x, _ = make_blobs(400, n_features=4, centers=3, cluster_std=2.5, random_state=0)
+    x = x.astype(np.float32)
+    net = SpectralNet(3, hidden_units=(16,), max_epochs=2, affinity_embedding=None,
+                      random_state=0, verbose=0).fit(x)
+    return net, x
+
+
+def test_predict_with_views_assigns_the_mean_unit_row_of_the_point_and_its_views(
+        blobs_net, monkeypatch):
+    from spectralnet_tf import estimator
+
+    net, x = blobs_net
+    index, seed = np.arange(len(x)) + 500, 3
+    rows = [net.transform(x)] + [net.transform(jitter(x, index, s)) for s in view_seeds(seed, 4)]
+    unit = [r / np.linalg.norm(r, axis=1, keepdims=True) for r in rows]
+    mean = np.mean(unit, axis=0)
+    mean /= np.linalg.norm(mean, axis=1, keepdims=True)
+    distances = np.linalg.norm(mean[:, None] - net.cluster_centers_[None], axis=2)
+    expected = distances.argmin(axis=1)
+    got = net.predict(x, views=jitter, n_views=4, index=index, seed=seed)
+    assert (got != net.predict(x)).any()  # the views move some points across
+    np.testing.assert_array_equal(got, expected)
+    # In chunks of a few rows, the same labels.
+    monkeypatch.setattr(estimator, "VIEW_CHUNK", 37)
+    np.testing.assert_array_equal(net.predict(x, views=jitter, n_views=4, index=index,
+                                              seed=seed), expected)
+    # A view that leaves the rows as they are: the point alone.
+    same = net.predict(x, views=lambda rows, index, seed: rows, n_views=3)
+    np.testing.assert_array_equal(same, net.labels_)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(views=jitter, n_views=0), "n_views must be an integer >= 1, got n_views=0"),
+    (dict(views=jitter, seed=-1), "seed must be an integer >= 0, got seed=-1"),
+    (dict(views="rotate"), r"views must be one of .* got views='rotate'"),
+    (dict(views=jitter, index=np.arange(3)),
+     r"index must hold one integer row number per row of X, shape \(400,\), got "
+     r"index.shape=\(3,\) and index.dtype=int64"),
+    (dict(views=jitter, index=np.zeros(400)),
+     r"got index.shape=\(400,\) and index.dtype=float64"),
+])
+def test_predict_refuses_bad_views_arguments_by_name(blobs_net, kwargs, message):
+    net, x = blobs_net
+    with pytest.raises(ValueError, match=message):
+        net.predict(x, **kwargs)
