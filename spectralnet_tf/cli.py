@@ -176,6 +176,14 @@ def build_parser():
         cmd.add_argument("data", metavar="DATA", help=DATA_HELP)
         cmd.add_argument("--key", metavar="NAME", help="the array of an .npz DATA file")
         cmd.add_argument("-o", "--output", metavar="FILE", help=output)
+        if name == "predict":
+            cmd.add_argument("--views", choices=("shift", "deform"),
+                             help="test-time augmentation: each row's cluster from the mean of "
+                                  "its embedding and those of transformed copies of it "
+                                  "(shift: square images moved by up to 2 pixels; deform: "
+                                  "28x28 digits deformed by infinite MNIST's law)")
+            cmd.add_argument("--n-views", type=_int_at_least(1), default=9, metavar="N",
+                             help="copies per row with --views (default 9: ten embeddings)")
         cmd.set_defaults(func=cmd_predict if name == "predict" else cmd_transform)
 
     export = sub.add_parser(
@@ -287,7 +295,12 @@ def cmd_fit(args):
 
 def cmd_predict(args):
     net, x = _model_and_data(args)
-    write_labels(_user_call(net.predict, x), args.output)
+    if args.views is None:
+        labels = _user_call(net.predict, x)
+    else:
+        labels = _user_call(net.predict, x, views=args.views, n_views=args.n_views,
+                            what=f"--views {args.views}")
+    write_labels(labels, args.output)
     return 0
 
 

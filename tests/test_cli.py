@@ -416,3 +416,27 @@ def test_installed_command_end_to_end_is_quiet(data, tmp_path):
                              capture_output=True, text=True, env=env, timeout=300)
     assert predict.returncode == 0, predict.stderr
     assert predict.stdout == (tmp_path / "m" / "labels.csv").read_text()
+
+
+def test_predict_with_views_is_the_estimators_test_time_augmentation(capsys, tmp_path):
+    from spectralnet_tf import SpectralNet
+
+    rng = np.random.default_rng(0)  # 3x3 'images': one of three rows lit, with noise
+    x = (rng.uniform(0, 0.3, (240, 3, 3)) + (np.arange(3)[:, None] == rng.integers(
+        0, 3, 240)[:, None, None])).astype(np.float32).reshape(240, 9)
+    np.save(tmp_path / "img.npy", x)
+    model = tmp_path / "model"
+    assert run(["fit", tmp_path / "img.npy", "-k", "3", "-o", model, *TINY], capsys)[0] == 0
+    rc, out, err = run(["predict", model, tmp_path / "img.npy", "--views", "shift",
+                        "--n-views", "3"], capsys)
+    assert (rc, err) == (0, "")
+    expected = SpectralNet.load(model).predict(x, views="shift", n_views=3)
+    assert lines(out) == expected.tolist()
+
+
+def test_predict_views_that_do_not_fit_the_rows_are_one_line(fitted, data, capsys):
+    assert_one_line_error(*run(["predict", fitted, data[0] / "x.npy", "--views", "shift"], capsys),
+                          "--views shift: Shift needs square images: rows of side**2 pixels, "
+                          "got 2 columns")
+    assert_one_line_error(*run(["predict", fitted, data[0] / "x.npy", "--views", "shift",
+                                "--n-views", "0"], capsys), "--n-views")
