@@ -317,13 +317,14 @@ def bench_run(args, command):
            f"{r['acc']:.4f}", f"{r['nmi']:.4f}",
            f"{r['test_acc']:.4f}" if "test_acc" in r else "",
            f"{r['test_nmi']:.4f}" if "test_nmi" in r else "",
+           f"{r['test_acc_alone']:.4f}" if "test_acc_alone" in r else "",
            f"{r['raw_rows_acc']:.4f}",
            f"{r['raw_rows_test_acc']:.4f}" if "raw_rows_test_acc" in r else "",
            f"{r['grassmann']:.4f}" if "grassmann" in r else "",
            f"{s['total'] / 60:.1f}", f"{rate:.1f}", f"{s['total'] * rate / 200 / 60:.1f}",
            phases, f"{r['peak_rss_gib']:.2f}"]
     append("scripts/run.py", ["dataset", "space", "affinity", "n", "ACC", "NMI", "test ACC",
-                              "test NMI", "ACC, rows as they are",
+                              "test NMI", "test ACC, each point alone", "ACC, rows as they are",
                               "test ACC, rows as they are", "Grassmann", "total min",
                               "matmul GFLOP/s",
                               "total min at 200 GFLOP/s", "phases", "peak RSS GiB"],
@@ -493,6 +494,10 @@ def bench_scale(args, command):
         record["fresh"] = {"n": r["n_test"], "acc": r["test_acc"], "nmi": r["test_nmi"],
                            "raw_rows_acc": r["raw_rows_test_acc"],
                            "points_per_s": r["n_test"] / s["test"]}
+        if "test_acc_alone" in r:  # predicted from their views; each digit alone beside
+            record["fresh"].update(views=r["test_views"], acc_alone=r["test_acc_alone"],
+                                   nmi_alone=r["test_nmi_alone"],
+                                   views_seconds=s["test_views"])
     kind = args.tag or ("accept" if args.acceptance else "scale")
     save_record(f"{kind}-n{args.one}", record, group="scale")
     redraw_scale_png()  # after each size, so one-size runs (--one) keep it current too

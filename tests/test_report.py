@@ -144,6 +144,22 @@ def test_scale_table_names_a_deformation_pairs_run_and_a_seed_other_than_0(bench
         "| 70,000", "| 70,000, deformation pairs", "| 70,000, deformation pairs, seed 1"]
 
 
+def test_scale_table_gives_fresh_digits_from_views_with_each_digit_alone_beside(bench, tmp_path):
+    base = os.path.join(bench.RESULTS, "2026-12-04-scale-infinv-accept-s0-n1000000.json")
+    with open(base) as f:
+        record = json.load(f)
+    before = next(line for line in bench.render("scale", [base]).splitlines()
+                  if line.startswith("| 1,000,000"))
+    assert f"| {record['fresh']['acc']:.4f} | " in before and "views;" not in before
+    record["fresh"].update(acc=0.97123, views=9, acc_alone=0.96412)
+    path = str(tmp_path / "views.json")
+    with open(path, "w") as f:
+        json.dump(record, f)
+    row = next(line for line in bench.render("scale", [path]).splitlines()
+               if line.startswith("| 1,000,000"))
+    assert "| 0.9712 (9 views; each digit alone 0.9641) | " in row
+
+
 @pytest.mark.parametrize("tag", ["scale", "accept", "a/b"])
 def test_a_scale_tag_that_would_join_the_main_tables_or_leave_the_folder_is_refused(tag):
     out = subprocess.run([sys.executable, os.path.join(SCRIPTS, "bench.py"), "scale", "--one",
@@ -250,7 +266,12 @@ def test_a_split_run_row_keeps_its_test_acc_and_test_nmi(monkeypatch):
         "0.9714", "0.9724")
     assert (kept[0]["ACC"], kept[0]["NMI"], kept[0]["total min at 200 GFLOP/s"]) == (
         "0.9826", "0.9520", "0.5")
-    del results["test_acc"], results["test_nmi"], results["raw_rows_test_acc"]
+    assert kept[0]["test ACC, each point alone"] == ""  # no views at test time
+    results.update(test_views=9, test_acc_alone=0.98291)
     bench.bench_run(type("Args", (), {"rest": []})(), "python scripts/bench.py run")
-    assert (kept[1]["test ACC"], kept[1]["test NMI"], kept[1]["test ACC, rows as they are"]) == (
+    assert (kept[1]["test ACC"], kept[1]["test ACC, each point alone"]) == ("0.9834", "0.9829")
+    del results["test_acc"], results["test_nmi"], results["raw_rows_test_acc"]
+    del results["test_acc_alone"]
+    bench.bench_run(type("Args", (), {"rest": []})(), "python scripts/bench.py run")
+    assert (kept[2]["test ACC"], kept[2]["test NMI"], kept[2]["test ACC, rows as they are"]) == (
         "", "", "")
