@@ -231,7 +231,9 @@ def scale_table(paths):
         # Under the matching of all points; older records lack it.
         parts = (" / ".join(f"{r['by_part'][p]['acc']:.4f}" for p in ("original", "deformed"))
                  if "by_part" in r else "—")
-        print(f"| {n} | {r['acc']:.4f} / {r['nmi']:.4f} | {parts} | {exact} "
+        alone = (f" (each digit alone {r['acc_alone']:.4f} / {r['nmi_alone']:.4f})"
+                 if "acc_alone" in r else "")
+        print(f"| {n} | {r['acc']:.4f} / {r['nmi']:.4f}{alone} | {parts} | {exact} "
               f"| {r['kmeans_acc']:.4f} "
               f"| {fresh} | {own:.1f} | {own * r['matmul_gflops'] / 200:.1f} "
               f"| {s['total'] / 60:.1f} | {r['peak_rss_gib']:.2f} | {phases} |")

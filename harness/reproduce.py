@@ -660,12 +660,18 @@ def run(job, out, resume=False, write=True):
     seconds["spectral"] = round(net.history_["seconds"], 3)
     if "init_seconds" in net.history_:  # --init spectral, before the epochs
         seconds["warm_start"] = round(net.history_["init_seconds"], 3)
-    results.update(acc=acc(y, net.labels_), nmi=nmi(y, net.labels_))
+    labels = net.labels_
+    if net.group_labels_ is not None:
+        # The digits of one source share its class: their cluster from their
+        # mean row (fit's group_labels_); each digit alone recorded beside it.
+        results.update(acc_alone=acc(y, labels), nmi_alone=nmi(y, labels))
+        labels = net.group_labels_
+    results.update(acc=acc(y, labels), nmi=nmi(y, labels))
     if net.label_check_ is not None:  # did the label classifier reshape the graph
         results["label_check"] = net.label_check_
     # The partition's shape beside its ACC: a cluster twice a class's size is
     # two classes merged, whatever the matching made of them.
-    results.update(cluster_sizes=np.bincount(net.labels_, minlength=k).tolist(),
+    results.update(cluster_sizes=np.bincount(labels, minlength=k).tolist(),
                    class_sizes=np.bincount(y, minlength=k).tolist())
     if job.x_test is not None:
         t = time.perf_counter()
@@ -745,8 +751,9 @@ def run(job, out, resume=False, write=True):
         phase("svm", t)
     if parts:
         # Each method's ACC on each part, under its matching on all points.
-        preds = {"acc": net.labels_, "raw_rows_acc": raw_labels, "kmeans_acc": km_labels,
-                 "exact_acc_plain": plain_labels}
+        preds = {"acc": labels, "raw_rows_acc": raw_labels, "kmeans_acc": km_labels,
+                 "exact_acc_plain": plain_labels,
+                 "acc_alone": net.labels_ if "acc_alone" in results else None}
         right = {key: matched(y, pred) == y for key, pred in preds.items() if pred is not None}
         results["by_part"] = {part: {key: float(r[rows].mean()) for key, r in right.items()}
                               for part, rows in parts.items()}
@@ -758,11 +765,11 @@ def run(job, out, resume=False, write=True):
 
         image_shape = MNIST_IMAGE_SHAPE if args.dset in ("mnist", "infimnist") else None
         if image_shape is not None:  # a scatter of 784-d images shows nothing; the digits do
-            plots.plot_cluster_images(os.path.join(out, "clusters.png"), x, net.labels_,
+            plots.plot_cluster_images(os.path.join(out, "clusters.png"), x, labels,
                                       image_shape)
-            plots.plot_confusion(os.path.join(out, "confusion.png"), y, net.labels_)
+            plots.plot_confusion(os.path.join(out, "confusion.png"), y, labels)
         else:
-            panels = {"SpectralNet": net.labels_}
+            panels = {"SpectralNet": labels}
             if exact_labels is not None:
                 panels["spectral clustering"] = exact_labels
             panels["k-means"] = km_labels
@@ -772,7 +779,7 @@ def run(job, out, resume=False, write=True):
                                                        replace=False)
                 x_plot, panels = x_plot[keep], {key: v[keep] for key, v in panels.items()}
             plots.plot_clusters(os.path.join(out, "clusters.png"), x_plot, panels)
-        plots.plot_embedding(os.path.join(out, "embedding.png"), net.embedding_, net.labels_)
+        plots.plot_embedding(os.path.join(out, "embedding.png"), net.embedding_, labels)
         if eigvecs is not None:
             plots.plot_eigenvectors(os.path.join(out, "eigenvectors.png"), net.embedding_, eigvecs)
         plots.plot_training(os.path.join(out, "training.png"), net.history_)
@@ -811,6 +818,8 @@ def run(job, out, resume=False, write=True):
     summary = (
         f"{args.dset}: n={len(x)} k={k} ACC={results['acc']:.4f} NMI={results['nmi']:.4f}"
     )
+    if "acc_alone" in results:
+        summary += f" (each digit alone {results['acc_alone']:.4f})"
     if "test_acc" in results:
         summary += f" test ACC={results['test_acc']:.4f} NMI={results['test_nmi']:.4f}"
     if "test_acc_alone" in results:

@@ -26,7 +26,7 @@ from .losses import LAPLACIANS
 from .metrics import label_permutation
 from .nclusters import Eigengap
 from .networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
-from .groups import check_groups
+from .groups import check_groups, group_means
 from .siamese import SiameseEmbedding
 from .streaming import (dataset_batches, dataset_rows, is_dataset, is_lazy, map_batches,
                         spooled)
@@ -382,6 +382,11 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         of the labeled points it holds (a one-to-one matching that agrees
         with the most labeled points), so that ``labels_`` and ``predict``
         answer in the user's classes.
+    group_labels_ : ndarray of shape (n_samples,) or None
+        Only after ``fit(X, groups=...)`` (else None): each training point's
+        cluster from its group's mean row of the embedding (rows scaled to
+        unit length where ``normalize_rows_``), so that the views of one item
+        share one cluster. Not saved by ``save``.
     cluster_centers_ : ndarray of shape (n_clusters, n_clusters)
         k-means centroids in the embedding space, in that order: of its rows
         scaled to unit length where ``normalize_rows_``.
@@ -870,6 +875,13 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             perm = label_permutation(labels[known], self._assign(self.embedding_[known]), k)
             self.cluster_centers_ = self.cluster_centers_[np.argsort(perm)]
         self.labels_ = self._assign(self.embedding_)
+        self.group_labels_ = None
+        if groups is not None:
+            # A group's points are views of one item, so one class: their
+            # cluster is the nearest centroid of their mean row, as k-means saw it.
+            rows = unit_rows(self.embedding_).numpy() if self.normalize_rows_ else self.embedding_
+            ids, means = group_means(rows, groups)
+            self.group_labels_ = self._assign(means)[ids]
         if self._writes_logs():
             phases = {"encode": encode_seconds,
                       "siamese": getattr(self, "siamese_history_", {}).get("seconds", 0.0),

@@ -69,6 +69,18 @@ def layout(groups):
     return Layout(order, ids, start, sizes[ids], within)
 
 
+def group_means(rows, groups):
+    """``(ids, means)``: each point's group as a dense id, and the mean of
+    each group's rows (float32 (n_groups, d), row ``g`` for id ``g``). One
+    sort (``layout``) and a weighted count per column."""
+    ids = layout(groups).ids
+    rows = np.asarray(rows, np.float32)
+    counts = np.bincount(ids)
+    sums = np.stack([np.bincount(ids, weights=rows[:, j], minlength=len(counts))
+                     for j in range(rows.shape[1])], axis=1)
+    return ids, (sums / counts[:, None]).astype(np.float32)
+
+
 def random_members(groups, rng):
     """For each point whose group has another member, that point and a
     uniformly drawn other member, as Siamese positives (``make_pairs``'

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from spectralnet_tf import SpectralNet
-from spectralnet_tf.groups import GroupTable, apply_groups, layout
+from spectralnet_tf.groups import GroupTable, apply_groups, group_means, layout
 from spectralnet_tf.metrics import acc as cluster_acc
 
 
@@ -225,3 +225,28 @@ def test_the_development_set_has_each_copy_grouped_with_its_source(load_script):
     copy = n0 + 123
     d = np.linalg.norm(x[:n0] - x[copy], axis=1)
     assert d[groups[copy]] < np.median(d)
+
+
+def test_group_means_are_each_groups_mean_row_under_dense_ids():
+    groups = _groups(300)
+    rows = np.random.default_rng(1).normal(size=(300, 3)).astype(np.float32)
+    ids, means = group_means(rows, groups)
+    assert means.shape == (len(np.unique(groups)), 3)
+    for g in np.unique(groups)[:20]:
+        members = groups == g
+        assert len(set(ids[members])) == 1 and not (ids[~members] == ids[members][0]).any()
+        np.testing.assert_allclose(means[ids[members][0]], rows[members].mean(axis=0), rtol=1e-5)
+
+
+def test_group_labels_are_the_nearest_centroid_of_each_groups_mean_unit_row():
+    x, _, groups = _diagonal_blobs()
+    params = dict(n_clusters=2, hidden_units=(8,), max_epochs=1, random_state=0, verbose=0)
+    net = SpectralNet(**params).fit(x, groups=groups)
+    unit = net.embedding_ / np.linalg.norm(net.embedding_, axis=1, keepdims=True)
+    expected = np.empty(len(x), np.int64)
+    for g in np.unique(groups):
+        mean = unit[groups == g].mean(axis=0)
+        mean /= np.linalg.norm(mean)
+        expected[groups == g] = np.linalg.norm(net.cluster_centers_ - mean, axis=1).argmin()
+    np.testing.assert_array_equal(net.group_labels_, expected)
+    assert SpectralNet(**params).fit(x).group_labels_ is None

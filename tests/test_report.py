@@ -144,7 +144,7 @@ def test_scale_table_names_a_deformation_pairs_run_and_a_seed_other_than_0(bench
         "| 70,000", "| 70,000, deformation pairs", "| 70,000, deformation pairs, seed 1"]
 
 
-def test_scale_table_gives_fresh_digits_from_views_with_each_digit_alone_beside(bench, tmp_path):
+def test_scale_table_gives_group_and_view_figures_with_each_digit_alone_beside(bench, tmp_path):
     base = os.path.join(bench.RESULTS, "2026-12-04-scale-infinv-accept-s0-n1000000.json")
     with open(base) as f:
         record = json.load(f)
@@ -152,12 +152,14 @@ def test_scale_table_gives_fresh_digits_from_views_with_each_digit_alone_beside(
                   if line.startswith("| 1,000,000"))
     assert f"| {record['fresh']['acc']:.4f} | " in before and "views;" not in before
     record["fresh"].update(acc=0.97123, views=9, acc_alone=0.96412)
+    record.update(acc=0.97234, nmi=0.93111, acc_alone=0.96345, nmi_alone=0.91012)
     path = str(tmp_path / "views.json")
     with open(path, "w") as f:
         json.dump(record, f)
     row = next(line for line in bench.render("scale", [path]).splitlines()
                if line.startswith("| 1,000,000"))
     assert "| 0.9712 (9 views; each digit alone 0.9641) | " in row
+    assert row.startswith("| 1,000,000 | 0.9723 / 0.9311 (each digit alone 0.9635 / 0.9101) | ")
 
 
 @pytest.mark.parametrize("tag", ["scale", "accept", "a/b"])
