@@ -1,7 +1,7 @@
 """The ``spectralnet`` command: cluster your own data.
 
     spectralnet fit DATA --n-clusters K --out DIR [hyper-parameter flags]
-    spectralnet predict DIR DATA [-o FILE]
+    spectralnet predict DIR DATA [-o FILE] [--views shift|deform [--n-views N]]
     spectralnet transform DIR DATA [-o FILE]
     spectralnet export DIR EXPORT_DIR [--name NAME]
 
@@ -34,6 +34,11 @@ LAPLACIANS = ("unnormalized", "normalized")  # as spectralnet_tf.losses.LAPLACIA
 LABELS_FILE, SUMMARY_FILE = "labels.csv", "summary.json"
 EMBEDDING_PNG, SPECTRUM_PNG = "embedding.png", "spectrum.png"
 
+#: The views the command line offers (``views.VIEWS`` less "redraw", which needs
+#: infinite MNIST's own row numbers), and what they do.
+VIEW_NAMES = ("shift", "deform")
+VIEWS_HELP = ("shift: square images moved by up to 2 pixels; deform: 28x28 digits deformed by "
+              "infinite MNIST's law")
 DATA_HELP = ("a .npy file; .npz (its only array, or --key NAME, or FILE.npz:NAME); .csv or "
              ".tsv of numbers (a non-numeric first row is a header); or FILE.h5:DATASET "
              "(HDF5, read from disk as needed)")
@@ -149,11 +154,10 @@ def build_parser():
     hyper.add_argument("--laplacian", choices=LAPLACIANS, help="graph Laplacian")
     hyper.add_argument("--siamese", action="store_true",
                        help="measure distances with a Siamese net trained on neighbour pairs")
-    hyper.add_argument("--views", choices=("shift", "deform"),
+    hyper.add_argument("--views", choices=VIEW_NAMES,
                        help="a transformation the clusters survive: the Siamese net (implied) "
-                            "also pairs each point with transformed copies of itself. shift: "
-                            "square images moved by up to 2 pixels; deform: 28x28 digits "
-                            "deformed by infinite MNIST's law")
+                            "also pairs each point with transformed copies of itself. "
+                            + VIEWS_HELP)
     hyper.add_argument("--siamese-max-samples", type=_int_at_least(2), metavar="N",
                        help="build the Siamese net's pairs on at most N rows drawn at random "
                             "(implies the Siamese net; default: every row). Its training "
@@ -177,12 +181,11 @@ def build_parser():
         cmd.add_argument("--key", metavar="NAME", help="the array of an .npz DATA file")
         cmd.add_argument("-o", "--output", metavar="FILE", help=output)
         if name == "predict":
-            cmd.add_argument("--views", choices=("shift", "deform"),
+            cmd.add_argument("--views", choices=VIEW_NAMES,
                              help="test-time augmentation: each row's cluster from the mean of "
-                                  "its embedding and those of transformed copies of it "
-                                  "(shift: square images moved by up to 2 pixels; deform: "
-                                  "28x28 digits deformed by infinite MNIST's law)")
-            cmd.add_argument("--n-views", type=_int_at_least(1), default=9, metavar="N",
+                                  "its embedding and those of transformed copies of it. "
+                                  + VIEWS_HELP)
+            cmd.add_argument("--n-views", type=_int_at_least(1), metavar="N",
                              help="copies per row with --views (default 9: ten embeddings)")
         cmd.set_defaults(func=cmd_predict if name == "predict" else cmd_transform)
 
@@ -294,6 +297,8 @@ def cmd_fit(args):
 
 
 def cmd_predict(args):
+    if args.n_views is not None and args.views is None:
+        raise UsageError(f"--n-views {args.n_views} goes with --views shift|deform.")
     net, x = _model_and_data(args)
     if args.views is None:
         labels = _user_call(net.predict, x)

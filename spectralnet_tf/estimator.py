@@ -36,6 +36,9 @@ from .views import ViewRows, make_view, view_seeds
 
 #: Default minibatch size (paper: 1024 on MNIST); clipped for small data.
 DEFAULT_BATCH_SIZE = 1024
+#: Copies per point ``predict(views=...)`` averages beside the point: ten
+#: embeddings, as Krizhevsky, Sutskever & Hinton (2012) averaged ten crops.
+DEFAULT_N_VIEWS = 9
 #: Rows whose copies ``predict(views=...)`` embeds at once (with the copies:
 #: this times n_views + 1 embeddings in memory).
 VIEW_CHUNK = 65536
@@ -386,7 +389,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         Only after ``fit(X, groups=...)`` (else None): each training point's
         cluster from its group's mean row of the embedding (rows scaled to
         unit length where ``normalize_rows_``), so that the views of one item
-        share one cluster. Not saved by ``save``.
+        share one cluster.
     cluster_centers_ : ndarray of shape (n_clusters, n_clusters)
         k-means centroids in the embedding space, in that order: of its rows
         scaled to unit length where ``normalize_rows_``.
@@ -705,7 +708,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             With a Siamese ``affinity_embedding`` (and its ``group_pairs``),
             each point whose group has another member also gets a positive
             Siamese pair with a random member, so that the learned distance
-            ignores what varies within a group.
+            ignores what varies within a group. After training,
+            ``group_labels_`` gives each group one cluster; ``labels_`` (and
+            ``fit_predict``) keep each point's own.
         eigvecs : array of shape (n_samples, n_clusters), optional
             True Laplacian eigenvectors of X; if given, the history records
             the Grassmann distance to them after each epoch.
@@ -878,9 +883,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self.group_labels_ = None
         if groups is not None:
             # A group's points are views of one item, so one class: their
-            # cluster is the nearest centroid of their mean row, as k-means saw it.
-            rows = unit_rows(self.embedding_).numpy() if self.normalize_rows_ else self.embedding_
-            ids, means = group_means(rows, groups)
+            # cluster is the nearest centroid of their mean row.
+            ids, means = group_means(self._clustered_rows(self.embedding_), groups)
             self.group_labels_ = self._assign(means)[ids]
         if self._writes_logs():
             phases = {"encode": encode_seconds,
@@ -1030,6 +1034,13 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     def _assign(self, embedding):
         return assign(embedding, self.cluster_centers_, self._unit_rows())
 
+    def _clustered_rows(self, embedding):
+        """Embedding rows as k-means saw them (unit length where it clustered
+        those): the rows that may be averaged before ``_assign``."""
+        if not self._unit_rows():
+            return np.asarray(embedding, np.float32)
+        return unit_rows(embedding).numpy()
+
     def transform(self, X):
         """Embed X with F_theta: (n_samples, n_clusters). X may also be an
         on-disk row source or a ``tf.data.Dataset`` (read a batch at a time)."""
@@ -1041,7 +1052,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         X = self._check_fitted_X(X)
         return dist.map_rows(self.model_, X, self._strategy())
 
-    def predict(self, X, *, views=None, n_views=9, index=None, seed=0):
+    def predict(self, X, *, views=None, n_views=None, index=None, seed=None):
         """Cluster of each point: the nearest k-means centroid of its embedding.
 
         With ``views``, test-time augmentation: the centroid nearest the mean
@@ -1061,14 +1072,16 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             A view as ``SiameseEmbedding(views=...)`` takes it:
             ``view(x, index, seed) -> x_view`` (``spectralnet_tf.views``).
             None: each point alone.
-        n_views : int, default=9
-            Transformed copies per point, beside the point itself.
+        n_views : int, default=None
+            Transformed copies per point, beside the point itself (None: 9).
+            Only with ``views``, as are ``index`` and ``seed``.
         index : array-like of int of shape (n_samples,), default=None
             The rows' numbers as the view reads them (default ``0 .. n - 1``):
             ``Redraw`` finds an infinite MNIST row's source digit by it, so
             rows from ``start`` on need ``start + arange(n)``.
-        seed : int, default=0
-            Seeds the copies (one seed per copy, ``views.view_seeds``).
+        seed : int, default=None
+            Seeds the copies (one seed per copy, ``views.view_seeds``; None: 0).
+            A ``tf.data.Dataset`` X is read whole into memory first.
 
         Returns
         -------
@@ -1080,12 +1093,19 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         >>> net.predict(X_images, views=Shift(max_shift=2))  # doctest: +SKIP
         """
         if views is None:
+            given = {name: value for name, value in
+                     (("n_views", n_views), ("index", index), ("seed", seed)) if value is not None}
+            if given:
+                name = next(iter(given))
+                raise ValueError(f"{name} goes with views, got {name}={given[name]!r} and "
+                                 f"views=None.")
             return self._assign(self.transform(X))
+        self._check_fitted()
+        n_views = DEFAULT_N_VIEWS if n_views is None else n_views
+        seed = 0 if seed is None else seed
         check_int("n_views", n_views, 1)
         check_int("seed", seed, 0)
         view = make_view(views)
-        if is_dataset(X):
-            X = dataset_rows(X)
         X = self._check_fitted_X(X)
         n = len(X)
         if index is None:
@@ -1101,13 +1121,12 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             rows = np.asarray(X[start:start + VIEW_CHUNK], np.float32)
             copies = ViewRows(rows, view, seeds, index=index[start:start + VIEW_CHUNK])
             embedded = np.concatenate([
-                self.transform(rows)[:, None],
+                dist.map_rows(self.model_, rows, self._strategy())[:, None],
                 dist.map_rows(self.model_, copies, self._strategy()).reshape(
                     len(rows), n_views, -1)], axis=1)
-            if self._unit_rows():
-                embedded = unit_rows(embedded.reshape(-1, embedded.shape[-1])).numpy().reshape(
-                    embedded.shape)
-            labels.append(self._assign(embedded.mean(axis=1)))
+            k = embedded.shape[-1]
+            mean = self._clustered_rows(embedded.reshape(-1, k)).reshape(embedded.shape)
+            labels.append(self._assign(mean.mean(axis=1)))
         return np.concatenate(labels)
 
     # --------------------------------------------------------- persistence

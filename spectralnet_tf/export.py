@@ -285,8 +285,10 @@ def save_estimator(estimator, path):
         estimator.model_.save(os.path.join(tmp, EMBEDDER_FILE))
         if hasattr(estimator, "siamese_"):
             estimator.siamese_.save(os.path.join(tmp, SIAMESE_FILE))
+        groups = getattr(estimator, "group_labels_", None)
         np.savez(os.path.join(tmp, ARRAYS_FILE), embedding_=estimator.embedding_,
-                 labels_=estimator.labels_, cluster_centers_=estimator.cluster_centers_)
+                 labels_=estimator.labels_, cluster_centers_=estimator.cluster_centers_,
+                 **({} if groups is None else {"group_labels_": groups}))
         with open(os.path.join(tmp, STATE_FILE), "w") as f:
             json.dump(state, f)
         publish(tmp, path)
@@ -349,5 +351,8 @@ def load_estimator(cls, path):
     with np.load(os.path.join(path, ARRAYS_FILE)) as arrays:
         for name in ("embedding_", "labels_", "cluster_centers_"):
             setattr(estimator, name, arrays[name])
+        # Only a fit with groups has them (and saves from before they existed lack them).
+        estimator.group_labels_ = (arrays["group_labels_"] if "group_labels_" in arrays.files
+                                   else None)
     estimator.history_ = state["history_"]
     return estimator

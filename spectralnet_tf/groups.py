@@ -71,9 +71,8 @@ def layout(groups):
 
 def group_means(rows, groups):
     """``(ids, means)``: each point's group as a dense id, and the mean of
-    each group's rows (float32 (n_groups, d), row ``g`` for id ``g``). One
-    sort (``layout``) and a weighted count per column."""
-    ids = layout(groups).ids
+    each group's rows (float32 (n_groups, d), row ``g`` for id ``g``)."""
+    ids = np.unique(np.asarray(groups), return_inverse=True)[1].reshape(-1)
     rows = np.asarray(rows, np.float32)
     counts = np.bincount(ids)
     sums = np.stack([np.bincount(ids, weights=rows[:, j], minlength=len(counts))

@@ -430,8 +430,10 @@ def test_predict_with_views_is_the_estimators_test_time_augmentation(capsys, tmp
     rc, out, err = run(["predict", model, tmp_path / "img.npy", "--views", "shift",
                         "--n-views", "3"], capsys)
     assert (rc, err) == (0, "")
-    expected = SpectralNet.load(model).predict(x, views="shift", n_views=3)
+    net = SpectralNet.load(model)
+    expected = net.predict(x, views="shift", n_views=3)
     assert lines(out) == expected.tolist()
+    assert expected.tolist() != net.predict(x).tolist()  # the views decide some rows
 
 
 def test_predict_views_that_do_not_fit_the_rows_are_one_line(fitted, data, capsys):
@@ -440,3 +442,5 @@ def test_predict_views_that_do_not_fit_the_rows_are_one_line(fitted, data, capsy
                           "got 2 columns")
     assert_one_line_error(*run(["predict", fitted, data[0] / "x.npy", "--views", "shift",
                                 "--n-views", "0"], capsys), "--n-views")
+    assert_one_line_error(*run(["predict", fitted, data[0] / "x.npy", "--n-views", "4"], capsys),
+                          "--n-views 4 goes with --views shift|deform.")

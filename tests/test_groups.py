@@ -238,7 +238,7 @@ def test_group_means_are_each_groups_mean_row_under_dense_ids():
         np.testing.assert_allclose(means[ids[members][0]], rows[members].mean(axis=0), rtol=1e-5)
 
 
-def test_group_labels_are_the_nearest_centroid_of_each_groups_mean_unit_row():
+def test_group_labels_are_the_nearest_centroid_of_each_groups_mean_unit_row(tmp_path):
     x, _, groups = _diagonal_blobs()
     params = dict(n_clusters=2, hidden_units=(8,), max_epochs=1, random_state=0, verbose=0)
     net = SpectralNet(**params).fit(x, groups=groups)
@@ -249,4 +249,13 @@ def test_group_labels_are_the_nearest_centroid_of_each_groups_mean_unit_row():
         mean /= np.linalg.norm(mean)
         expected[groups == g] = np.linalg.norm(net.cluster_centers_ - mean, axis=1).argmin()
     np.testing.assert_array_equal(net.group_labels_, expected)
-    assert SpectralNet(**params).fit(x).group_labels_ is None
+    for g in np.unique(groups):  # one cluster per group, whatever its points' own
+        assert len(set(net.group_labels_[groups == g])) == 1
+    assert (net.group_labels_ != net.labels_).any()
+    # Kept by save and load; a fit without groups has none.
+    net.save(tmp_path / "with")
+    np.testing.assert_array_equal(SpectralNet.load(tmp_path / "with").group_labels_, expected)
+    plain = SpectralNet(**params).fit(x)
+    assert plain.group_labels_ is None
+    plain.save(tmp_path / "without")
+    assert SpectralNet.load(tmp_path / "without").group_labels_ is None

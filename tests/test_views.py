@@ -350,6 +350,7 @@ def blobs_net():
     return net, x
 
 
+@pytest.mark.slow  # an estimator fit
 def test_predict_with_views_assigns_the_mean_unit_row_of_the_point_and_its_views(
         blobs_net, monkeypatch):
     from spectralnet_tf import estimator
@@ -384,7 +385,29 @@ def test_predict_with_views_assigns_the_mean_unit_row_of_the_point_and_its_views
     (dict(views=jitter, index=np.zeros(400)),
      r"got index.shape=\(400,\) and index.dtype=float64"),
 ])
+@pytest.mark.slow  # an estimator fit
 def test_predict_refuses_bad_views_arguments_by_name(blobs_net, kwargs, message):
     net, x = blobs_net
     with pytest.raises(ValueError, match=message):
         net.predict(x, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(n_views=3), r"n_views goes with views, got n_views=3 and views=None\."),
+    (dict(index=[0, 1]), r"index goes with views, got index=\[0, 1\] and views=None\."),
+    (dict(seed=4), r"seed goes with views, got seed=4 and views=None\."),
+])
+def test_predict_refuses_view_settings_without_views(kwargs, message):
+    from spectralnet_tf import SpectralNet
+
+    with pytest.raises(ValueError, match=message):
+        SpectralNet(2).predict(np.zeros((2, 4)), **kwargs)
+
+
+def test_predict_with_views_before_fit_is_not_fitted():
+    from sklearn.exceptions import NotFittedError
+
+    from spectralnet_tf import SpectralNet
+
+    with pytest.raises(NotFittedError):
+        SpectralNet(2).predict(np.zeros((2, 4)), views=jitter, n_views=0)
