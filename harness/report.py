@@ -222,11 +222,12 @@ def scale_table(paths):
         exact = (f"{r['exact_acc_plain']:.4f} / {r['exact_nmi_plain']:.4f}, "
                  f"{s['exact_plain']:.0f}" if "exact_acc_plain" in r else
                  f"not finished in {s['exact_plain']:.0f} s" if "exact_plain_timeout" in r else "—")
-        fresh = (f"{r['fresh']['acc']:.4f} | {r['fresh']['points_per_s']:.0f}" if "fresh" in r
-                 else "— | —")
-        if "acc_alone" in r.get("fresh", {}):  # predicted from views, each digit alone beside
-            fresh = (f"{r['fresh']['acc']:.4f} ({r['fresh']['views']} views; each digit alone "
-                     f"{r['fresh']['acc_alone']:.4f}) | {r['fresh']['points_per_s']:.0f}")
+        fresh = "— | —"
+        if "fresh" in r:
+            f = r["fresh"]  # predicted from views where it keeps each digit alone beside
+            views = (f" ({f['views']} views; each digit alone {f['acc_alone']:.4f})"
+                     if "acc_alone" in f else "")
+            fresh = f"{f['acc']:.4f}{views} | {f['points_per_s']:.0f}"
         own = spectralnet_seconds(r) / 60
         # Under the matching of all points; older records lack it.
         parts = (" / ".join(f"{r['by_part'][p]['acc']:.4f}" for p in ("original", "deformed"))
