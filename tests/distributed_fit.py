@@ -49,6 +49,13 @@ import numpy as np  # noqa: E402
 from sklearn.datasets import make_moons  # noqa: E402
 
 from spectralnet_tf import SpectralNet  # noqa: E402
+from spectralnet_tf.views import row_uniforms  # noqa: E402
+
+
+def nudge(x, index, seed):
+    """A view of the moons: each point moved by a small offset drawn from (index, seed)."""
+    return x + 0.1 * (row_uniforms(index, seed, x.shape[1]) - 0.5).astype(np.float32)
+
 
 X, y = make_moons(1100, noise=0.05, random_state=0)
 known = np.where(np.arange(len(y)) % 33 == 0, y, -1)
@@ -61,6 +68,7 @@ for variant in args.variants:
     arrays = {f"weight{i}": w.numpy() for i, w in enumerate(net.model_.weights)}
     arrays.update(loss=np.array(net.history_["loss"]), val_loss=np.array(net.history_["val_loss"]),
                   embedding=net.embedding_, labels=net.labels_, predicted=net.predict(X[::3]),
+                  predicted_views=net.predict(X[::3], views=nudge, n_views=3),
                   transformed=net.transform(X[::3]))
     if "init_grassmann" in net.history_:  # the warm start ran
         for key in ("init_grassmann", "start_distance", "undone", "lr"):

@@ -176,7 +176,7 @@ def _assert_same_training(one, many):
     np.testing.assert_allclose(many[weights[-1]], one[weights[-1]], rtol=KERNEL_RTOL)
     for key in ("loss", "val_loss"):
         np.testing.assert_allclose(many[key], one[key], rtol=LOSS_RTOL, err_msg=key)
-    for key in ("labels", "predicted"):
+    for key in ("labels", "predicted", "predicted_views"):
         np.testing.assert_array_equal(many[key], one[key], err_msg=key)
     np.testing.assert_allclose(many["transformed"], one["transformed"], atol=1e-4)
     assert ("init_grassmann" in one.files) == ("init_grassmann" in many.files)

@@ -375,6 +375,26 @@ def test_predict_with_views_assigns_the_mean_unit_row_of_the_point_and_its_views
     np.testing.assert_array_equal(same, net.labels_)
 
 
+@pytest.mark.slow  # an estimator fit
+def test_predict_with_views_reads_a_row_source_or_a_dataset_as_the_array(
+        blobs_net, tmp_path, monkeypatch):
+    import h5py
+    import tensorflow as tf
+
+    from spectralnet_tf import estimator
+
+    net, x = blobs_net
+    monkeypatch.setattr(estimator, "VIEW_CHUNK", 37)  # several chunks of the source
+    kwargs = dict(views=jitter, n_views=3, index=np.arange(len(x)) + 7, seed=2)
+    expected = net.predict(x, **kwargs)
+    with h5py.File(tmp_path / "x.h5", "w") as f:
+        f["x"] = x
+    with h5py.File(tmp_path / "x.h5", "r") as f:
+        np.testing.assert_array_equal(net.predict(f["x"], **kwargs), expected)
+    batched = tf.data.Dataset.from_tensor_slices(x).batch(50)
+    np.testing.assert_array_equal(net.predict(batched, **kwargs), expected)
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(views=jitter, n_views=0), "n_views must be an integer >= 1, got n_views=0"),
     (dict(views=jitter, seed=-1), "seed must be an integer >= 0, got seed=-1"),
