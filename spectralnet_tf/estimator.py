@@ -1067,7 +1067,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features), row source or tf.data.Dataset
-            The points.
+            The points. With ``views``, a ``tf.data.Dataset`` is read whole
+            into memory first; a row source is read a chunk at a time.
         views : {"shift", "deform", "redraw"} or callable, default=None
             A view as ``SiameseEmbedding(views=...)`` takes it:
             ``view(x, index, seed) -> x_view`` (``spectralnet_tf.views``).
@@ -1081,7 +1082,6 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             rows from ``start`` on need ``start + arange(n)``.
         seed : int, default=None
             Seeds the copies (one seed per copy, ``views.view_seeds``; None: 0).
-            A ``tf.data.Dataset`` X is read whole into memory first.
 
         Returns
         -------
