@@ -225,9 +225,12 @@ def scale_table(paths):
         fresh = "— | —"
         if "fresh" in r:
             f = r["fresh"]  # predicted from views where it keeps each digit alone beside
-            views = (f" ({f['views']} views; each digit alone {f['acc_alone']:.4f})"
-                     if "acc_alone" in f else "")
-            fresh = f"{f['acc']:.4f}{views} | {f['points_per_s']:.0f}"
+            views, speed = "", f"{f['points_per_s']:.0f}"
+            if "acc_alone" in f:  # points_per_s is each digit alone's speed; add the views'
+                views = f" ({f['views']} views; each digit alone {f['acc_alone']:.4f})"
+                with_views = f["n"] / (f["n"] / f["points_per_s"] + f["views_seconds"])
+                speed = f"{with_views:.0f} (each digit alone {speed})"
+            fresh = f"{f['acc']:.4f}{views} | {speed}"
         own = spectralnet_seconds(r) / 60
         # Under the matching of all points; older records lack it.
         parts = (" / ".join(f"{r['by_part'][p]['acc']:.4f}" for p in ("original", "deformed"))
