@@ -66,11 +66,12 @@ DISK_MARGIN = 64 * 2**20
 REUTERS_TEST_FRACTION = 0.1
 #: infimnist --split: this many fresh digits, the indices right after the n trained on.
 INFIMNIST_FRESH = 10000
-#: The files for all 70k and for infinite MNIST are the ones the registered
-#: criterion, split stability, ranks first of the autoencoder files kept, on
-#: each data set's own digits (pretrained_ae/README.md).
+#: The files for all 70k, for --split and for infinite MNIST are the ones the
+#: registered criterion, split stability, ranks first of the autoencoder files
+#: kept, on each job's own digits (--split: the 60k draws, on training digits;
+#: pretrained_ae/README.md).
 AE_ALL, AE_TRAIN60K, AE_INFIMNIST, AE_REUTERS = (
-    "ae_mnist_shift2_seed1_weights.h5", "ae_mnist_train60k_weights.h5",
+    "ae_mnist_shift2_seed1_weights.h5", "ae_mnist_train60k_seed2_weights.h5",
     "ae_infimnist_inv_weights.h5",
     "ae_reuters_weights.h5")
 
