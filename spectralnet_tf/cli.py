@@ -298,7 +298,7 @@ def cmd_fit(args):
 
 def cmd_predict(args):
     if args.n_views is not None and args.views is None:
-        raise UsageError(f"--n-views {args.n_views} goes with --views shift|deform.")
+        raise UsageError(f"--n-views {args.n_views} goes with --views {'|'.join(VIEW_NAMES)}.")
     net, x = _model_and_data(args)
     if args.views is None:
         labels = _user_call(net.predict, x)
