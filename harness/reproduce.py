@@ -203,6 +203,11 @@ def build_parser():
                          "views; default 9: ten embeddings, as Krizhevsky et al. 2012 averaged "
                          "ten crops); 0: the point alone. The point alone is recorded beside "
                          "it (test_acc_alone)")
+    mn.add_argument("--graph-views", type=NONNEGATIVE_INT,
+                    help="views of each training point that join SpectralNet's training set "
+                         "in one group with it (the Siamese net's graph_views; default 1 for "
+                         "mnist with --split and views, so that F_theta trains on the views "
+                         "its test points are predicted from; else 0)")
     mn.add_argument("--deformation-pairs", action="store_true",
                     help="infimnist, Siamese distance: also pair each digit with another one "
                          "made from the same MNIST digit as a Siamese positive (fit's groups; "
@@ -265,6 +270,7 @@ AFFINITY_FLAGS = ("n_nbrs", "scale_nbr", "scale", "label_strength")
 SIAMESE_FLAGS = {"siamese_max_epochs": "max_epochs", "siamese_steps_per_epoch": "steps_per_epoch",
                  "siamese_n_nbrs": "n_nbrs", "siamese_dtype_policy": "dtype_policy",
                  "siamese_n_views": "n_views", "siamese_max_samples": "max_samples",
+                 "graph_views": "graph_views",
                  "patience": "patience"}
 
 
@@ -275,7 +281,7 @@ def build_config(args):
     record names every setting; the ``--siamese-*`` flags and ``--patience``
     (shared by both trainings) set the ``SiameseEmbedding``'s."""
     try:
-        config = config_for(args.dset, args.preset)
+        config = config_for(args.dset, args.preset, split=args.split)
     except ValueError as err:
         raise UsageError(f"--preset {args.preset}: {err}") from None
     if args.hidden:
@@ -304,6 +310,8 @@ def build_config(args):
                                 if getattr(args, flag) is not None})
         if args.views is not None:
             embedding.set_params(views=None if args.views == "none" else args.views)
+            if args.views == "none" and args.graph_views is None:
+                embedding.set_params(graph_views=0)  # no views: none in the graph either
         if args.deformation_pairs:
             embedding.set_params(group_pairs=True)
         if embedding.views == "redraw" and args.data_dir:  # the sources from the data's folder
@@ -312,6 +320,9 @@ def build_config(args):
         flag = f"--views {args.views}" if args.views else f"--n-views {args.siamese_n_views}"
         raise UsageError(f"{flag} pairs views in the Siamese distance; it needs --affinity "
                          "siamese.")
+    elif args.graph_views:
+        raise UsageError(f"--graph-views {args.graph_views} trains on the Siamese net's views; "
+                         "it needs --affinity siamese and --views.")
     config["affinity_embedding"] = embedding
     return config
 
@@ -658,6 +669,8 @@ def run(job, out, resume=False, write=True):
         seconds["siamese"] = round(net.siamese_history_["seconds"], 3)
         if "view_seconds" in net.siamese_history_:  # made and encoded before the Siamese phase
             seconds["siamese_views"] = round(net.siamese_history_["view_seconds"], 3)
+    if "graph_view_seconds" in net.history_:  # made and encoded after the Siamese phase
+        seconds["graph_views"] = round(net.history_["graph_view_seconds"], 3)
     seconds["spectral"] = round(net.history_["seconds"], 3)
     if "init_seconds" in net.history_:  # --init spectral, before the epochs
         seconds["warm_start"] = round(net.history_["init_seconds"], 3)

@@ -158,6 +158,11 @@ def build_parser():
                        help="a transformation the clusters survive: the Siamese net (implied) "
                             "also pairs each point with transformed copies of itself. "
                             + VIEWS_HELP)
+    hyper.add_argument("--graph-views", type=_int_at_least(0), metavar="N",
+                       help="with --views: N transformed copies of each row join SpectralNet's "
+                            "training set, each joined to its row, so that the net learns to "
+                            "embed them (and predict --views averages over embeddings it "
+                            "trained on); default 0")
     hyper.add_argument("--siamese-max-samples", type=_int_at_least(2), metavar="N",
                        help="build the Siamese net's pairs on at most N rows drawn at random "
                             "(implies the Siamese net; default: every row). Its training "
@@ -227,11 +232,15 @@ def estimator_params(args):
             raise UsageError(f"--graph {args.graph} is taken as given; {siamese_flags[0]} "
                              "learns the distances of a Gaussian graph: give one or the other.")
         params["affinity"] = "precomputed"
+    if args.graph_views and not args.views:
+        raise UsageError(f"--graph-views {args.graph_views} trains on the views; it goes "
+                         f"with --views {'|'.join(VIEW_NAMES)}.")
     if args.views or args.siamese_max_samples:
         from .siamese import SiameseEmbedding
 
-        params["affinity_embedding"] = SiameseEmbedding(views=args.views,
-                                                        max_samples=args.siamese_max_samples)
+        params["affinity_embedding"] = SiameseEmbedding(
+            views=args.views, max_samples=args.siamese_max_samples,
+            graph_views=args.graph_views or 0)
     elif args.siamese:
         params["affinity_embedding"] = "siamese"
     if args.verbose:

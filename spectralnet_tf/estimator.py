@@ -108,6 +108,12 @@ def _seed(random_state):
         ) from None
 
 
+def graph_views(embedding):
+    """Views of each training point that join F_theta's training set: the
+    Siamese ``embedding``'s ``graph_views`` (0 for any other)."""
+    return embedding.graph_views if isinstance(embedding, SiameseEmbedding) else 0
+
+
 class Plan(NamedTuple):
     """What ``SpectralNet.fit`` would train with on n points (``SpectralNet.plan``):
     every "auto" or None parameter resolved, the parts as unfitted objects."""
@@ -424,7 +430,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         "start_distance" (that distance after the epoch) and "undone" (1
         where the epoch was undone and the rate cut) and, with ``eigvecs``,
         "start_grassmann". With an ``encoder``, "encode_seconds": its pass
-        over X.
+        over X; with the Siamese ``graph_views``, "graph_view_seconds":
+        making and encoding them.
     codes_ : ndarray of shape (n_samples, code_size) or None
         The ``encoder``'s output for the training data, on which F_theta was
         trained (None without an encoder). Not saved by ``save``: absent
@@ -634,7 +641,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                 f"has batch_size={batch_size} points; lower them or raise batch_size."
             )
         if self.steps_per_epoch is None:
-            steps = max(n_train // batch_size, MIN_STEPS_PER_EPOCH)
+            # An epoch passes over the training points and their graph views.
+            steps = max(n_train * (1 + graph_views(embedding)) // batch_size,
+                        MIN_STEPS_PER_EPOCH)
         else:
             check_int("steps_per_epoch", self.steps_per_epoch, 1)
             steps = self.steps_per_epoch
@@ -811,6 +820,15 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             if view_coords is not None:
                 self.siamese_history_["view_seconds"] = view_seconds
         self.affinity_embedding_ = embedding
+        # F_theta's training set: the training points, and with graph_views
+        # their views, each in one group with its point.
+        z_fit, labels_fit = z_train, labels_train
+        groups_fit = None if groups is None else groups[perm[plan.n_val:]]
+        if graph_views(embedding):
+            start = time.perf_counter()
+            z_fit, labels_fit, groups_fit = self._with_graph_views(
+                X, embedding, siamese_seed, perm[plan.n_val:], z_train, labels_train, groups_fit)
+            graph_view_seconds = time.perf_counter() - start
         affinity = plan.affinity
         if embedding is not None:
             affinity.set_params(embedding=self.siamese_ if siamese else embedding)
@@ -820,11 +838,11 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             self.affinity_ = affinity.fit(coords, plan.batch_size, graph=graph)
             c_val, c_train = coords[perm[:plan.n_val]], coords[perm[plan.n_val:]]
         else:
-            self.affinity_ = affinity.fit(z_train, plan.batch_size, seed=scale_seed)
+            self.affinity_ = affinity.fit(z_fit, plan.batch_size, seed=scale_seed)
             c_val = c_train = None
             # The labels alone, as coordinates of the graph (nothing without labels),
             # where on held-out labels the graph they reshape knows more than the graph.
-            self.affinity_.fit_labels(Z, labels, z_train, seed=scale_seed)
+            self.affinity_.fit_labels(Z, labels, z_fit, seed=scale_seed)
             self.label_check_ = check_label_classifier(self.affinity_, Z, labels,
                                                        batch_size=plan.batch_size,
                                                        seed=scale_seed,
@@ -834,7 +852,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                 self.affinity_.forget_labels()
         k = plan.n_clusters
         if choose_k:
-            chooser = plan.n_clusters.fit(self.affinity_, z_train if c_train is None else c_train,
+            chooser = plan.n_clusters.fit(self.affinity_, z_fit if c_train is None else c_train,
                                           plan.batch_size, seed=scale_seed)
             # Every worker of a cluster builds the chief's k: rounding may tip a near-tie.
             k = int(dist.from_chief(np.array([chooser.n_clusters_], np.int32),
@@ -850,22 +868,24 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                 output_activation=self.output_activation, dtype_policy=self.dtype_policy,
             )
         self.history_ = train_spectralnet(
-            spectral_model, body, self.affinity_, z_train, z_val,
+            spectral_model, body, self.affinity_, z_fit, z_val,
             laplacian=self.laplacian, batch_size=plan.batch_size,
             ortho_batch_size=plan.ortho_batch_size, learning_rate=self.learning_rate,
             patience=self.patience, min_lr=self.min_lr, epochs=plan.max_epochs,
             steps_per_epoch=plan.steps_per_epoch, seed=train_seed, verbose=self.verbose,
-            gradient=self.gradient, y_train=labels_train, y_val=labels_val,
+            gradient=self.gradient, y_train=labels_fit, y_val=labels_val,
             labeled_share=self.labeled_share, label_weight=self.label_weight,
             checkpointer=checkpointers.get("spectral"),
             x_eval=Z if eigvecs is not None else None, eigvecs=eigvecs,
             strategy=self._strategy(), init=self.init, z_train=c_train, z_val=c_val,
-            groups_train=None if groups is None else groups[perm[plan.n_val:]],
+            groups_train=groups_fit,
             group_weight=self.affinity_.group_weight,
             log=self._epoch_log("spectralnet"),
         )
         if self.encoder is not None:
             self.history_["encode_seconds"] = encode_seconds
+        if graph_views(embedding):
+            self.history_["graph_view_seconds"] = graph_view_seconds
         self.model_ = (spectral_model if self.encoder is None
                        else compose_embedder(self.encoder, spectral_model))
         # Kept so callers need not run the encoder over X a second time.
@@ -902,6 +922,22 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     def _epoch_log(self, run):
         """TensorBoard's ``log`` for a training phase, or None."""
         return EpochLog(os.fspath(self.log_dir), run) if self._writes_logs() else None
+
+    def _with_graph_views(self, X, embedding, seed, rows, z_train, labels_train, groups_train):
+        """F_theta's training set with the Siamese ``embedding``'s
+        ``graph_views``: the training points
+        (X's ``rows``, coded as ``z_train``), then each view of them in turn
+        (``embedding.view_coordinates``: made from X and encoded as Z was).
+        A view takes its point's label (the classes survive views) and
+        group: the user's group id, or else its point's row number."""
+        views = embedding.view_coordinates(X, seed, encode=self.encoder, rows=rows,
+                                           strategy=self._strategy(),
+                                           n_views=embedding.graph_views)
+        ids = rows if groups_train is None else groups_train
+        copies = 1 + embedding.graph_views
+        return (np.concatenate([z_train, views.reshape(-1, views.shape[-1]).astype(
+                    z_train.dtype, copy=False)]),
+                np.tile(labels_train, copies), np.tile(np.asarray(ids, np.int64), copies))
 
     def fit_transform(self, X, y=None, **fit_params):
         """``fit(X, **fit_params)``, then the embedding of X (``embedding_``)."""

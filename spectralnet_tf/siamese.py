@@ -319,6 +319,17 @@ class SiameseEmbedding(BaseEstimator):
         whose group has another member, a pair with a random one of them.
         False: groups reach SpectralNet's graph only (``SpectralNet.fit``),
         as where ``views`` already pair each point with copies of its item.
+    graph_views : int, default=0
+        Views that also join SpectralNet's training set (``SpectralNet.fit``
+        reads it): that many views of each training point (the first of its
+        ``views``, the same ones this net pairs it with) are encoded as the
+        points are and trained on beside their point, each in one group with
+        it, as ``fit``'s ``groups`` join points (their pairs get the
+        affinity's ``group_weight``). So F_theta learns to embed the views
+        that ``SpectralNet.predict(views=...)`` averages over, and to map
+        them together. F_theta's training set grows (1 + graph_views)
+        times, and an epoch with it; this net and the validation hold-out
+        keep the points alone. 0: the points alone.
 
     Attributes
     ----------
@@ -340,7 +351,7 @@ class SiameseEmbedding(BaseEstimator):
                  n_nbrs=2, positives_per_point=None, batch_size=128, learning_rate=1e-3,
                  max_epochs=100, steps_per_epoch=None, patience=10, min_lr=1e-8,
                  dtype_policy="float32", neighbors="auto", views=None, n_views="auto",
-                 max_samples=None, group_pairs=True):
+                 max_samples=None, group_pairs=True, graph_views=0):
         self.hidden_units = hidden_units
         self.output_activation = output_activation
         self.n_nbrs = n_nbrs
@@ -357,6 +368,7 @@ class SiameseEmbedding(BaseEstimator):
         self.n_views = n_views
         self.max_samples = max_samples
         self.group_pairs = group_pairs
+        self.graph_views = graph_views
 
     def check_params(self, strategy=None):
         """Raise a ValueError naming the first bad parameter; under a
@@ -368,6 +380,10 @@ class SiameseEmbedding(BaseEstimator):
             if self.n_views != "auto":
                 check_int("n_views", self.n_views, 1)
         check_int("n_nbrs", self.n_nbrs, 0 if self.views is not None else 1)
+        check_int("graph_views", self.graph_views, 0)
+        if self.graph_views and self.views is None:
+            raise ValueError(f"graph_views={self.graph_views} trains SpectralNet on the views; "
+                             "it needs views, got views=None.")
         if self.max_samples is not None:
             check_int("max_samples", self.max_samples, 2)
         if self.positives_per_point is not None:
@@ -405,9 +421,10 @@ class SiameseEmbedding(BaseEstimator):
         rng = np.random.default_rng([seed, _SAMPLE_STREAM])
         return np.sort(rng.choice(n, self.max_samples, replace=False))
 
-    def view_coordinates(self, X, seed, encode=None, rows=None, strategy=None):
+    def view_coordinates(self, X, seed, encode=None, rows=None, strategy=None, n_views=None):
         """The views of X's rows that ``fit`` pairs them with: (V, m, d) for
-        ``V = resolved_n_views()`` views of the m rows ``rows`` (default all)
+        ``V = resolved_n_views()`` (or the first ``n_views`` of them) views of
+        the m rows ``rows`` (default all)
         of X, mapped by ``encode`` (e.g. an encoder; default: as they are),
         each view's seed drawn from ``seed``; None without ``views``. X may be
         a lazy row source: views are made and encoded a chunk at a time."""
@@ -423,7 +440,7 @@ class SiameseEmbedding(BaseEstimator):
             source = Rows(X, ordered)  # only these rows are transformed and encoded
         # All views of a row are made together, in chunks of whole rows' views,
         # so that each row is read once.
-        seeds = view_seeds(seed, self.resolved_n_views())
+        seeds = view_seeds(seed, self.resolved_n_views() if n_views is None else n_views)
         made = ViewRows(source, view, seeds, index=ordered)
         chunk = len(seeds) * max(1, CHUNK_ROWS // len(seeds))
         coords = (map_batches(None, made, chunk) if encode is None

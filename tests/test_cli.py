@@ -229,6 +229,11 @@ BAD_FIT = {
                                    "--graph {d}/graph.npz is taken as given; "
                                    "--siamese-max-samples 50 learns the distances of a "
                                    "Gaussian graph: give one or the other."),
+    "graph views without views": (["{d}/x.npy", "--graph-views", "1", "--siamese"],
+                                  "--graph-views 1 trains on the views; it goes with "
+                                  "--views shift|deform."),
+    "negative graph views": (["{d}/x.npy", "--graph-views", "-1"],
+                             "argument --graph-views: must be an integer >= 0"),
     "Siamese sample of one row": (["{d}/x.npy", "--siamese-max-samples", "1"],
                                   "argument --siamese-max-samples: must be an integer >= 2"),
     "shifts of rows that are not images": (["{d}/x.npy", "--views", "shift"],
@@ -349,9 +354,9 @@ def test_flags_map_to_estimator_parameters_only_when_given():
     assert (affinity.n_nbrs, affinity.scale) == (5, "local")
     assert affinity.scale_nbr == GaussianKNNAffinity().scale_nbr  # not given: its default
     args = parser.parse_args(["fit", "x.npy", "-k", "3", "-o", "m", "--views", "shift",
-                              "--siamese-max-samples", "500"])
+                              "--siamese-max-samples", "500", "--graph-views", "2"])
     embedding = cli.estimator_params(args)["affinity_embedding"]
-    assert (embedding.views, embedding.max_samples) == ("shift", 500)
+    assert (embedding.views, embedding.max_samples, embedding.graph_views) == ("shift", 500, 2)
     args = parser.parse_args(["fit", "x.npy", "-k", "3", "-o", "m", "--siamese-max-samples", "9"])
     embedding = cli.estimator_params(args)["affinity_embedding"]
     assert (embedding.views, embedding.max_samples) == (None, 9)

@@ -52,6 +52,9 @@ def _fails(argv, capsys):
                                "--affinity siamese."),
         (["--n-views", "2"], "--n-views 2 pairs views in the Siamese distance; it needs "
                              "--affinity siamese."),
+        (["--graph-views", "1"], "--graph-views 1 trains on the Siamese net's views; it needs "
+                                 "--affinity siamese and --views."),
+        (["--graph-views", "-1"], "argument --graph-views: must be an integer >= 0, got '-1'"),
         (["--affinity", "siamese", "--views", "shift"],
          "--views shift: Shift needs square images: rows of side**2 pixels, got 2 columns"),
         (["--affinity", "siamese", "--siamese-nbrs", "0"],

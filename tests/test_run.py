@@ -90,6 +90,17 @@ def test_flags_override_the_dataset_config():
                           "affinity_embedding__views": "redraw",
                           "affinity_embedding__max_samples": 70_000,
                           "affinity_embedding__group_pairs": False}
+    # --split: one shifted copy of each training digit in SpectralNet's
+    # training set, as --test-views predicts from views; nothing else changes.
+    split = cli.build_config(cli.parse_args(["--dset", "mnist", "--split"]))
+    assert flat(split) == {**flat(lean), "affinity_embedding__graph_views": 1}
+    assert lean["affinity_embedding"].graph_views == 0
+    for flags, expected in ((["--graph-views", "0"], 0), (["--graph-views", "3"], 3),
+                            (["--views", "none"], 0)):
+        assert cli.build_config(cli.parse_args(
+            ["--dset", "mnist", "--split", *flags]))["affinity_embedding"].graph_views == expected
+    assert cli.build_config(cli.parse_args(
+        ["--dset", "mnist", "--split", "--affinity", "euclidean"]))["affinity_embedding"] is None
     drawn = cli.build_config(cli.parse_args(["--dset", "mnist", "--siamese-max-samples", "500"]))
     assert drawn["affinity_embedding"].max_samples == 500
     # MNIST's own budgets, set by the 5-minute target in float32: 60 quarter

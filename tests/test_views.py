@@ -1,6 +1,7 @@
 """Views: transformed copies of a point as Siamese positives (``views``)."""
 
 import json
+import re
 import os
 
 import numpy as np
@@ -431,3 +432,61 @@ def test_predict_with_views_before_fit_is_not_fitted():
 
     with pytest.raises(NotFittedError):
         SpectralNet(2).predict(np.zeros((2, 4)), views=jitter, n_views=0)
+
+
+class _Stop(Exception):
+    """Raised by a spy to end a fit once it has seen what it checks."""
+
+
+@pytest.mark.parametrize("user_groups", [False, True])
+def test_graph_views_join_the_siamese_nets_first_views_to_their_points(monkeypatch,
+                                                                         user_groups):
+    """F_theta's training set with graph_views: the training points, then each
+    of their views in turn (those the Siamese net paired first), every view
+    in one group with its point and with its point's label."""
+    from spectralnet_tf import SpectralNet, estimator, siamese
+
+    x = np.random.default_rng(0).normal(size=(300, 4)).astype(np.float32)
+    user = np.arange(300) // 3 + 1000  # the user's groups: threes of rows
+    seen = {}
+    real_fit = siamese.SiameseEmbedding.fit
+
+    def siamese_spy(self, z, *args, view_coords=None, **kwargs):
+        seen.update(siamese_z=np.array(z), view_coords=np.array(view_coords))
+        return real_fit(self, z, *args, view_coords=view_coords, **kwargs)
+
+    def spectral_spy(model, body, affinity, x_train, *args, groups_train=None, y_train=None,
+                     steps_per_epoch=None, **kwargs):
+        seen.update(z=np.array(x_train), groups=groups_train, y=y_train, steps=steps_per_epoch)
+        raise _Stop
+
+    monkeypatch.setattr(siamese.SiameseEmbedding, "fit", siamese_spy)
+    monkeypatch.setattr(estimator, "train_spectralnet", spectral_spy)
+    emb = SiameseEmbedding(hidden_units=(8, 3), n_nbrs=1, views=jitter, n_views=3, max_epochs=1,
+                           graph_views=2)
+    net = SpectralNet(3, hidden_units=(8,), batch_size=12, affinity_embedding=emb,
+                      random_state=0)
+    with pytest.raises(_Stop):
+        net.fit(x, groups=user if user_groups else None)
+    m = len(seen["siamese_z"])  # the training points: the Siamese net's, all of them
+    assert m == 270 and seen["z"].shape == (3 * m, 4)
+    np.testing.assert_array_equal(seen["z"][:m], seen["siamese_z"])
+    for v in range(2):  # view v of every point: the Siamese net's view v, as it was
+        np.testing.assert_array_equal(seen["z"][m * (v + 1):m * (v + 2)], seen["view_coords"][v])
+    rows = [int(np.flatnonzero(np.all(x == z, axis=1))[0]) for z in seen["z"][:m]]
+    ids = user[rows] if user_groups else np.asarray(rows)
+    np.testing.assert_array_equal(seen["groups"], np.tile(ids, 3))
+    np.testing.assert_array_equal(seen["y"], np.full(3 * m, -1))  # unlabelled, views too
+    assert seen["steps"] == net.plan(300, 4).steps_per_epoch == 3 * m // 12 > 50  # not the least
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(graph_views=-1), "graph_views must be an integer >= 0, got graph_views=-1."),
+    (dict(graph_views=1.5), "graph_views must be an integer >= 0, got graph_views=1.5."),
+    (dict(graph_views=2), "graph_views=2 trains SpectralNet on the views; it needs views, "
+                          "got views=None.")])
+def test_bad_graph_views_name_the_argument_and_value(params, message):
+    from spectralnet_tf import SpectralNet
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        SpectralNet(2, affinity_embedding=SiameseEmbedding(**params)).plan(100, 4)
