@@ -206,8 +206,9 @@ def build_parser():
     mn.add_argument("--graph-views", type=NONNEGATIVE_INT,
                     help="views of each training point that join SpectralNet's training set "
                          "in one group with it (the Siamese net's graph_views; default 1 for "
-                         "mnist with --split and views, so that F_theta trains on the views "
-                         "its test points are predicted from; else 0)")
+                         "mnist with --split while the Siamese net has views, so that F_theta "
+                         "trains on the kind of views its test points are predicted from; "
+                         "else 0)")
     mn.add_argument("--deformation-pairs", action="store_true",
                     help="infimnist, Siamese distance: also pair each digit with another one "
                          "made from the same MNIST digit as a Siamese positive (fit's groups; "

@@ -161,8 +161,7 @@ def build_parser():
     hyper.add_argument("--graph-views", type=_int_at_least(0), metavar="N",
                        help="with --views: N transformed copies of each row join SpectralNet's "
                             "training set, each joined to its row, so that the net learns to "
-                            "embed them (and predict --views averages over embeddings it "
-                            "trained on); default 0")
+                            "embed the kind of copies predict --views averages over; default 0")
     hyper.add_argument("--siamese-max-samples", type=_int_at_least(2), metavar="N",
                        help="build the Siamese net's pairs on at most N rows drawn at random "
                             "(implies the Siamese net; default: every row). Its training "

@@ -281,7 +281,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         epochs are passes over the data, 20 passes or more.
     steps_per_epoch : int or None, default=None
         Iterations (ortho + gradient step) per epoch. None:
-        max(n_train // batch_size, 50): a pass over the data, and on small
+        max(n_train * (1 + graph_views) // batch_size, 50), with the Siamese
+        ``graph_views`` (0 without them): a pass over the data, and on small
         data sets enough steps that ``patience`` spans hundreds of
         iterations, so that the schedule does not stop a net that is still
         leaving a saddle.
@@ -852,7 +853,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                 self.affinity_.forget_labels()
         k = plan.n_clusters
         if choose_k:
-            chooser = plan.n_clusters.fit(self.affinity_, z_fit if c_train is None else c_train,
+            # k is the data's: chosen from the points alone, not their views.
+            chooser = plan.n_clusters.fit(self.affinity_, z_train if c_train is None else c_train,
                                           plan.batch_size, seed=scale_seed)
             # Every worker of a cluster builds the chief's k: rounding may tip a near-tie.
             k = int(dist.from_chief(np.array([chooser.n_clusters_], np.int32),
@@ -912,6 +914,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                       "spectralnet": self.history_["seconds"],
                       "init": self.history_.get("init_seconds", 0.0),
                       "embed_and_kmeans": time.perf_counter() - embed_start}
+            if "graph_view_seconds" in self.history_:
+                phases["graph_views"] = self.history_["graph_view_seconds"]
             write_phase_seconds(self.log_dir, phases)
         return self
 

@@ -322,14 +322,15 @@ class SiameseEmbedding(BaseEstimator):
     graph_views : int, default=0
         Views that also join SpectralNet's training set (``SpectralNet.fit``
         reads it): that many views of each training point (the first of its
-        ``views``, the same ones this net pairs it with) are encoded as the
-        points are and trained on beside their point, each in one group with
-        it, as ``fit``'s ``groups`` join points (their pairs get the
-        affinity's ``group_weight``). So F_theta learns to embed the views
-        that ``SpectralNet.predict(views=...)`` averages over, and to map
-        them together. F_theta's training set grows (1 + graph_views)
-        times, and an epoch with it; this net and the validation hold-out
-        keep the points alone. 0: the points alone.
+        ``views``' seeds, those this net pairs the point with where it pairs
+        it) are encoded as the points are and trained on beside their point,
+        each in one group with it, as ``fit``'s ``groups`` join points
+        (their pairs get the affinity's ``group_weight``). So F_theta learns
+        to embed the kind of copies that ``SpectralNet.predict(views=...)``
+        averages over, and to map them together. F_theta's training set
+        grows (1 + graph_views) times, and with ``steps_per_epoch=None`` an
+        epoch with it; this net and the validation hold-out keep the points
+        alone. 0: the points alone.
 
     Attributes
     ----------

@@ -55,6 +55,8 @@ def _fails(argv, capsys):
         (["--graph-views", "1"], "--graph-views 1 trains on the Siamese net's views; it needs "
                                  "--affinity siamese and --views."),
         (["--graph-views", "-1"], "argument --graph-views: must be an integer >= 0, got '-1'"),
+        (["--affinity", "siamese", "--graph-views", "1"],
+         "graph_views=1 trains SpectralNet on the views; it needs views, got views=None."),
         (["--affinity", "siamese", "--views", "shift"],
          "--views shift: Shift needs square images: rows of side**2 pixels, got 2 columns"),
         (["--affinity", "siamese", "--siamese-nbrs", "0"],

@@ -317,17 +317,19 @@ def test_views_save_by_class_and_parameters_and_a_custom_one_is_refused(tmp_path
 
     x = np.random.default_rng(0).uniform(size=(200, 16)).astype(np.float32)  # 4x4 images
 
-    def fitted(views):
-        emb = SiameseEmbedding(hidden_units=(8, 3), n_nbrs=1, views=views, max_epochs=1)
+    def fitted(views, graph_views=0):
+        emb = SiameseEmbedding(hidden_units=(8, 3), n_nbrs=1, views=views, max_epochs=1,
+                               graph_views=graph_views)
         return SpectralNet(2, hidden_units=(8,), max_epochs=1, steps_per_epoch=2,
                            affinity_embedding=emb, random_state=0).fit(x)
 
-    path = fitted(Shift(max_shift=1)).save(str(tmp_path / "shift"))
+    path = fitted(Shift(max_shift=1), graph_views=1).save(str(tmp_path / "shift"))
     state = json.load(open(os.path.join(path, "estimator.json")))
     assert state["params"]["affinity_embedding"]["params"]["views"] == {
         "class": "Shift", "params": {"max_shift": 1, "side": None}}
-    loaded = SpectralNet.load(path).affinity_embedding.views
-    assert isinstance(loaded, Shift) and loaded.max_shift == 1
+    loaded = SpectralNet.load(path).affinity_embedding
+    assert isinstance(loaded.views, Shift) and loaded.views.max_shift == 1
+    assert loaded.graph_views == 1
     with pytest.raises(ValueError, match="views callable of your own is not supported"):
         fitted(CountingView()).save(str(tmp_path / "custom"))
     assert not (tmp_path / "custom").exists()
@@ -443,11 +445,13 @@ def test_graph_views_join_the_siamese_nets_first_views_to_their_points(monkeypat
                                                                          user_groups):
     """F_theta's training set with graph_views: the training points, then each
     of their views in turn (those the Siamese net paired first), every view
-    in one group with its point and with its point's label."""
+    in one group with its point and with its point's label; the validation
+    hold-out keeps the points alone."""
     from spectralnet_tf import SpectralNet, estimator, siamese
 
     x = np.random.default_rng(0).normal(size=(300, 4)).astype(np.float32)
     user = np.arange(300) // 3 + 1000  # the user's groups: threes of rows
+    known = np.where(np.arange(300) % 5 == 0, np.arange(300) % 3, -1)  # a fifth labelled
     seen = {}
     real_fit = siamese.SiameseEmbedding.fit
 
@@ -455,9 +459,10 @@ def test_graph_views_join_the_siamese_nets_first_views_to_their_points(monkeypat
         seen.update(siamese_z=np.array(z), view_coords=np.array(view_coords))
         return real_fit(self, z, *args, view_coords=view_coords, **kwargs)
 
-    def spectral_spy(model, body, affinity, x_train, *args, groups_train=None, y_train=None,
-                     steps_per_epoch=None, **kwargs):
-        seen.update(z=np.array(x_train), groups=groups_train, y=y_train, steps=steps_per_epoch)
+    def spectral_spy(model, body, affinity, x_train, x_val, *args, groups_train=None,
+                     y_train=None, y_val=None, steps_per_epoch=None, **kwargs):
+        seen.update(z=np.array(x_train), groups=groups_train, y=y_train, steps=steps_per_epoch,
+                    n_val=(len(x_val), len(y_val)))
         raise _Stop
 
     monkeypatch.setattr(siamese.SiameseEmbedding, "fit", siamese_spy)
@@ -467,7 +472,8 @@ def test_graph_views_join_the_siamese_nets_first_views_to_their_points(monkeypat
     net = SpectralNet(3, hidden_units=(8,), batch_size=12, affinity_embedding=emb,
                       random_state=0)
     with pytest.raises(_Stop):
-        net.fit(x, groups=user if user_groups else None)
+        net.fit(x, groups=user if user_groups else None,
+                partial_labels=known if user_groups else None)
     m = len(seen["siamese_z"])  # the training points: the Siamese net's, all of them
     assert m == 270 and seen["z"].shape == (3 * m, 4)
     np.testing.assert_array_equal(seen["z"][:m], seen["siamese_z"])
@@ -476,8 +482,11 @@ def test_graph_views_join_the_siamese_nets_first_views_to_their_points(monkeypat
     rows = [int(np.flatnonzero(np.all(x == z, axis=1))[0]) for z in seen["z"][:m]]
     ids = user[rows] if user_groups else np.asarray(rows)
     np.testing.assert_array_equal(seen["groups"], np.tile(ids, 3))
-    np.testing.assert_array_equal(seen["y"], np.full(3 * m, -1))  # unlabelled, views too
+    labels = known[rows] if user_groups else np.full(m, -1)
+    np.testing.assert_array_equal(seen["y"], np.tile(labels, 3))  # a view has its point's
+    assert seen["n_val"] == (30, 30)
     assert seen["steps"] == net.plan(300, 4).steps_per_epoch == 3 * m // 12 > 50  # not the least
+    assert net.set_params(steps_per_epoch=7).plan(300, 4).steps_per_epoch == 7  # as given
 
 
 @pytest.mark.parametrize("params, message", [
