@@ -114,19 +114,18 @@ CONFIGS["infimnist"] = {
         group_pairs=False)}
 
 
-#: What ``--split`` changes in a data set's settings. MNIST: the views that
-#: its held-out digits are predicted from (``--test-views``, test-time
-#: augmentation) join SpectralNet's training set, one shifted copy of each
-#: training digit in one group with it (the Siamese net's ``graph_views``),
-#: so that F_theta is not asked to embed shifted codes it never trained on;
-#: the group pairs get the balanced weight (the rule "equal loss terms at
-#: initialisation", as infinite MNIST's sources). One view: groups draw one
-#: partner per point, and it is the least that puts a view of every digit in
-#: (the training set doubles, and an epoch with it). Fixed by rule before any
-#: figure of it; the all-70k job, which predicts no views, keeps the points
-#: alone.
-SPLIT_CONFIGS = {"mnist": {"affinity_embedding": clone(
-    CONFIGS["mnist"]["affinity_embedding"]).set_params(graph_views=1)}}
+#: Data sets whose ``--split`` trains SpectralNet on the views its held-out
+#: points are predicted from (``--test-views``, test-time augmentation): as
+#: many views of each training point as each held-out point is predicted
+#: from join SpectralNet's training set, in one group with their point (the
+#: Siamese net's ``graph_views``). So F_theta is not asked to embed shifted
+#: codes it never trained on, and the share of copies among the rows it
+#: trains on is the share among the rows it embeds at prediction (9 of 10 by
+#: default). The group pairs get the balanced weight (the rule "equal loss
+#: terms at initialisation", as infinite MNIST's sources); an epoch passes
+#: over the grown set. Both fixed by rules before any figure of them; the
+#: all-70k job, which predicts no views, keeps the points alone.
+TEST_VIEWS_IN_GRAPH = frozenset({"mnist"})
 
 
 #: The paper's own settings (Appendix C, Tables 3 and 4), for ``--preset paper``:
@@ -170,13 +169,13 @@ PRESETS = {
 }
 
 
-def config_for(name, preset=None, split=False):
-    """A copy of the settings for data set ``name`` (empty if none), with
-    ``split`` its ``SPLIT_CONFIGS`` changes; with ``preset="paper"``, the
-    paper's settings instead (MNIST and Reuters). The affinity and Siamese
-    objects are copies too: changing them leaves the table as it is."""
+def config_for(name, preset=None):
+    """A copy of the settings for data set ``name`` (empty if none); with
+    ``preset="paper"``, the paper's settings instead (MNIST and Reuters). The
+    affinity and Siamese objects are copies too: changing them leaves the
+    table as it is."""
     if preset is None:
-        config = {**CONFIGS.get(name, {}), **(SPLIT_CONFIGS.get(name, {}) if split else {})}
+        config = CONFIGS.get(name, {})
     elif preset not in PRESETS:
         raise ValueError(f"preset must be one of {sorted(PRESETS)}, got preset={preset!r}.")
     elif name not in PRESETS[preset]:

@@ -51,7 +51,7 @@ from spectralnet_tf.cli import layer_widths
 from spectralnet_tf.train import GRADIENTS, INITS
 from spectralnet_tf.views import Redraw, make_view
 
-from .configs import config_for
+from .configs import TEST_VIEWS_IN_GRAPH, config_for
 from .records import peak_rss_gib
 from .semisup import partial_labels, supervised_acc
 
@@ -205,10 +205,10 @@ def build_parser():
                          "it (test_acc_alone)")
     mn.add_argument("--graph-views", type=NONNEGATIVE_INT,
                     help="views of each training point that join SpectralNet's training set "
-                         "in one group with it (the Siamese net's graph_views; default 1 for "
-                         "mnist with --split while the Siamese net has views, so that F_theta "
-                         "trains on the kind of views its test points are predicted from; "
-                         "else 0)")
+                         "in one group with it (the Siamese net's graph_views; default for "
+                         "mnist with --split while the Siamese net has views: --test-views, "
+                         "so that F_theta trains on as many views of a digit as a test digit "
+                         "is predicted from; else 0)")
     mn.add_argument("--deformation-pairs", action="store_true",
                     help="infimnist, Siamese distance: also pair each digit with another one "
                          "made from the same MNIST digit as a Siamese positive (fit's groups; "
@@ -282,7 +282,7 @@ def build_config(args):
     record names every setting; the ``--siamese-*`` flags and ``--patience``
     (shared by both trainings) set the ``SiameseEmbedding``'s."""
     try:
-        config = config_for(args.dset, args.preset, split=args.split)
+        config = config_for(args.dset, args.preset)
     except ValueError as err:
         raise UsageError(f"--preset {args.preset}: {err}") from None
     if args.hidden:
@@ -311,10 +311,11 @@ def build_config(args):
                                 if getattr(args, flag) is not None})
         if args.views is not None:
             embedding.set_params(views=None if args.views == "none" else args.views)
-            if args.views == "none" and args.graph_views is None:
-                embedding.set_params(graph_views=0)  # no views: none in the graph either
         if args.deformation_pairs:
             embedding.set_params(group_pairs=True)
+        if (args.split and args.dset in TEST_VIEWS_IN_GRAPH and args.graph_views is None
+                and embedding.views is not None):
+            embedding.set_params(graph_views=args.test_views)  # as many as it predicts from
         if embedding.views == "redraw" and args.data_dir:  # the sources from the data's folder
             embedding.set_params(views=Redraw(data_dir=args.data_dir))
     elif args.views not in (None, "none") or args.siamese_n_views is not None:
