@@ -929,8 +929,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
 
     def _with_graph_views(self, X, embedding, seed, rows, z_train, labels_train, groups_train):
         """F_theta's training set with the Siamese ``embedding``'s
-        ``graph_views``: the training points
-        (X's ``rows``, coded as ``z_train``), then each view of them in turn
+        ``graph_views``: the training points (X's ``rows``, coded as
+        ``z_train``), then each view of them in turn
         (``embedding.view_coordinates``: made from X and encoded as Z was).
         A view takes its point's label (the classes survive views) and
         group: the user's group id, or else its point's row number."""

@@ -424,8 +424,8 @@ class SiameseEmbedding(BaseEstimator):
 
     def view_coordinates(self, X, seed, encode=None, rows=None, strategy=None, n_views=None):
         """The views of X's rows that ``fit`` pairs them with: (V, m, d) for
-        ``V = resolved_n_views()`` (or the first ``n_views`` of them) views of
-        the m rows ``rows`` (default all)
+        ``V = resolved_n_views()`` views (or ``n_views``, drawn from the same
+        seeds: the first are those) of the m rows ``rows`` (default all)
         of X, mapped by ``encode`` (e.g. an encoder; default: as they are),
         each view's seed drawn from ``seed``; None without ``views``. X may be
         a lazy row source: views are made and encoded a chunk at a time."""
