@@ -12,7 +12,16 @@ N logical CPU devices; with ``TF_CONFIG`` set, MultiWorkerMirroredStrategy
 import argparse
 import os
 
+import numpy as np
+
 from spectralnet_tf import GaussianKNNAffinity, SiameseEmbedding, distribute
+from spectralnet_tf.views import row_uniforms
+
+
+def nudge(x, index, seed):
+    """A view of the moons: each point moved by a small offset drawn from (index, seed)."""
+    return x + 0.1 * (row_uniforms(index, seed, x.shape[1]) - 0.5).astype(np.float32)
+
 
 #: Variant -> (SpectralNet parameters, whether 3% of the points are labeled).
 VARIANTS = {
@@ -29,6 +38,9 @@ VARIANTS = {
                                                         batch_size=64)}, False),
     # Groups of five points: minibatches in pairs, the balanced weight, the warm start's graph.
     "groups": ({"init": "spectral", "affinity": GaussianKNNAffinity(scale="local")}, False),
+    # Two views of each training point in F_theta's training set, each grouped with its point.
+    "graph-views": ({"affinity_embedding": SiameseEmbedding(
+        hidden_units=(32, 8), max_epochs=2, batch_size=64, views=nudge, graph_views=2)}, True),
 }
 
 parser = argparse.ArgumentParser()
@@ -45,16 +57,9 @@ from spectralnet_tf import train  # noqa: E402
 # comparison at rounding level.
 train.WARM_START_STEPS = 50
 
-import numpy as np  # noqa: E402
 from sklearn.datasets import make_moons  # noqa: E402
 
 from spectralnet_tf import SpectralNet  # noqa: E402
-from spectralnet_tf.views import row_uniforms  # noqa: E402
-
-
-def nudge(x, index, seed):
-    """A view of the moons: each point moved by a small offset drawn from (index, seed)."""
-    return x + 0.1 * (row_uniforms(index, seed, x.shape[1]) - 0.5).astype(np.float32)
 
 
 X, y = make_moons(1100, noise=0.05, random_state=0)

@@ -159,7 +159,7 @@ def test_localhost_cluster_needs_a_positive_worker_count(n):
 
 # ------------------------------------------------------------ subprocesses
 VARIANTS = ["knn", "labels", "normalized-local", "full", "spectral-init", "spectral-undo",
-            "groups", "siamese"]
+            "groups", "siamese", "graph-views"]
 
 
 def _fit(out, *flags):
@@ -201,7 +201,7 @@ def two_devices(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", VARIANTS[:-1])
+@pytest.mark.parametrize("variant", VARIANTS[:-2])
 def test_two_logical_cpus_equal_single_device_training(variant, single_device, two_devices):
     if variant == "spectral-init":
         assert "init_grassmann" in single_device[variant].files  # the warm start ran
@@ -217,10 +217,29 @@ def test_two_logical_cpus_equal_single_device_training(variant, single_device, t
 
 @pytest.mark.slow
 def test_siamese_training_is_data_parallel_and_equal(single_device, two_devices):
-    one, two = single_device["siamese"], two_devices["siamese"]
+    _assert_same_siamese(single_device["siamese"], two_devices["siamese"])
+
+
+def _assert_same_siamese(one, two):
     for key in [k for k in one.files if k.startswith("siamese")]:
         np.testing.assert_allclose(two[key], one[key], atol=WEIGHT_ATOL, rtol=LOSS_RTOL,
                                    err_msg=key)
+
+
+@pytest.mark.slow
+def test_graph_views_are_made_and_grouped_alike_on_two_devices(single_device, two_devices):
+    """Two views of each training point in F_theta's training set (with labels):
+    the Siamese net equal to rounding, F_theta within what that rounding moves
+    in its learned distances (views made or grouped otherwise would move its
+    weights by orders more), and the same clusters."""
+    one, two = single_device["graph-views"], two_devices["graph-views"]
+    _assert_same_siamese(one, two)
+    for key in [k for k in one.files if k.startswith("weight")]:
+        np.testing.assert_allclose(two[key], one[key], atol=1e-3, err_msg=key)
+    for key in ("loss", "val_loss"):
+        np.testing.assert_allclose(two[key], one[key], rtol=1e-3, err_msg=key)
+    for key in ("labels", "predicted", "predicted_views"):
+        np.testing.assert_array_equal(two[key], one[key], err_msg=key)
 
 
 @pytest.mark.slow
