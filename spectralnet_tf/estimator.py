@@ -825,6 +825,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         # their views, each in one group with its point.
         z_fit, labels_fit = z_train, labels_train
         groups_fit = None if groups is None else groups[perm[plan.n_val:]]
+        graph_view_seconds = None
         if graph_views(embedding):
             start = time.perf_counter()
             z_fit, labels_fit, groups_fit = self._with_graph_views(
@@ -886,7 +887,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         )
         if self.encoder is not None:
             self.history_["encode_seconds"] = encode_seconds
-        if graph_views(embedding):
+        if graph_view_seconds is not None:
             self.history_["graph_view_seconds"] = graph_view_seconds
         self.model_ = (spectral_model if self.encoder is None
                        else compose_embedder(self.encoder, spectral_model))
@@ -941,7 +942,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         copies = 1 + embedding.graph_views
         return (np.concatenate([z_train, views.reshape(-1, views.shape[-1]).astype(
                     z_train.dtype, copy=False)]),
-                np.tile(labels_train, copies), np.tile(np.asarray(ids, np.int64), copies))
+                np.tile(labels_train, copies), np.tile(ids, copies))
 
     def fit_transform(self, X, y=None, **fit_params):
         """``fit(X, **fit_params)``, then the embedding of X (``embedding_``)."""

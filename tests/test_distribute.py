@@ -215,15 +215,15 @@ def test_two_logical_cpus_equal_single_device_training(variant, single_device, t
     _assert_same_training(single_device[variant], two_devices[variant])
 
 
-@pytest.mark.slow
-def test_siamese_training_is_data_parallel_and_equal(single_device, two_devices):
-    _assert_same_siamese(single_device["siamese"], two_devices["siamese"])
-
-
 def _assert_same_siamese(one, two):
     for key in [k for k in one.files if k.startswith("siamese")]:
         np.testing.assert_allclose(two[key], one[key], atol=WEIGHT_ATOL, rtol=LOSS_RTOL,
                                    err_msg=key)
+
+
+@pytest.mark.slow
+def test_siamese_training_is_data_parallel_and_equal(single_device, two_devices):
+    _assert_same_siamese(single_device["siamese"], two_devices["siamese"])
 
 
 @pytest.mark.slow
