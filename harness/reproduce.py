@@ -303,8 +303,11 @@ def build_config(args):
     if "n_nbrs" in flags and "n_nbrs" not in affinity.get_params():
         flags.pop("n_nbrs")  # the full affinity has no neighbour count (as before)
     config["affinity"] = affinity.set_params(**flags)
-    if args.distance is not None:
-        config["affinity_embedding"] = "siamese" if args.distance == "siamese" else None
+    if args.distance == "euclidean":
+        config["affinity_embedding"] = None
+    elif args.distance == "siamese" and not isinstance(config.get("affinity_embedding"),
+                                                       SiameseEmbedding):
+        config["affinity_embedding"] = "siamese"  # the config's own Siamese net is kept
     embedding = make_affinity_embedding(config.get("affinity_embedding"))
     if isinstance(embedding, SiameseEmbedding):
         embedding.set_params(**{name: getattr(args, flag) for flag, name in SIAMESE_FLAGS.items()

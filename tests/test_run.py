@@ -7,6 +7,7 @@ import pytest
 
 from harness import reproduce as cli
 from spectralnet_tf.datasets import load_dataset
+from spectralnet_tf.siamese import SiameseEmbedding
 
 
 @pytest.mark.slow
@@ -101,6 +102,12 @@ def test_flags_override_the_dataset_config():
             ["--dset", "mnist", "--split", *flags]))["affinity_embedding"].graph_views == expected
     assert cli.build_config(cli.parse_args(
         ["--dset", "mnist", "--split", "--affinity", "euclidean"]))["affinity_embedding"] is None
+    # --affinity siamese names the distance the config already has: its
+    # Siamese net (views, budgets, graph views) stays as configured.
+    named = cli.build_config(cli.parse_args(["--dset", "mnist", "--split", "--affinity", "siamese"]))
+    assert flat(named) == flat(split)
+    paper = cli.build_config(cli.parse_args(["--dset", "cc", "--affinity", "siamese"]))
+    assert isinstance(paper["affinity_embedding"], SiameseEmbedding)
     drawn = cli.build_config(cli.parse_args(["--dset", "mnist", "--siamese-max-samples", "500"]))
     assert drawn["affinity_embedding"].max_samples == 500
     # MNIST's own budgets, set by the 5-minute target in float32: 60 quarter
