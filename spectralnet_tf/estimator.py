@@ -432,7 +432,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         where the epoch was undone and the rate cut) and, with ``eigvecs``,
         "start_grassmann". With an ``encoder``, "encode_seconds": its pass
         over X; with the Siamese ``graph_views``, "graph_view_seconds":
-        making and encoding them.
+        joining them to the training set (they are made and encoded with
+        the Siamese net's views, in its "view_seconds").
     codes_ : ndarray of shape (n_samples, code_size) or None
         The ``encoder``'s output for the training data, on which F_theta was
         trained (None without an encoder). Not saved by ``save``: absent
@@ -806,10 +807,20 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             # The training rows the pairs are built on (at most max_samples).
             drawn = embedding.sample_rows(len(z_train), siamese_seed)
             rows, labels_pairs = perm[plan.n_val:][drawn], labels_train[drawn]
-            # Views transform the input: made from X, encoded as Z was.
+            # Views transform the input: made from X, encoded as Z was. With
+            # graph_views, those of every training row are made once, as many
+            # as either net takes: the Siamese net's are the first (the same
+            # seeds), on its drawn rows.
             start = time.perf_counter()
-            view_coords = embedding.view_coordinates(X, siamese_seed, encode=self.encoder,
-                                                     rows=rows, strategy=self._strategy())
+            if graph_views(embedding):
+                all_views = embedding.view_coordinates(
+                    X, siamese_seed, encode=self.encoder, rows=perm[plan.n_val:],
+                    strategy=self._strategy(),
+                    n_views=max(embedding.resolved_n_views(), embedding.graph_views))
+                view_coords = all_views[:embedding.resolved_n_views(), drawn]
+            else:
+                view_coords = embedding.view_coordinates(X, siamese_seed, encode=self.encoder,
+                                                         rows=rows, strategy=self._strategy())
             view_seconds = time.perf_counter() - start
             embedding.fit(z_train[drawn],
                           labels=labels_pairs if (labels_pairs >= 0).any() else None,
@@ -829,7 +840,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         if graph_views(embedding):
             start = time.perf_counter()
             z_fit, labels_fit, groups_fit = self._with_graph_views(
-                X, embedding, siamese_seed, perm[plan.n_val:], z_train, labels_train, groups_fit)
+                all_views[:embedding.graph_views], perm[plan.n_val:], z_train, labels_train,
+                groups_fit)
             graph_view_seconds = time.perf_counter() - start
         affinity = plan.affinity
         if embedding is not None:
@@ -928,18 +940,15 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         """TensorBoard's ``log`` for a training phase, or None."""
         return EpochLog(os.fspath(self.log_dir), run) if self._writes_logs() else None
 
-    def _with_graph_views(self, X, embedding, seed, rows, z_train, labels_train, groups_train):
-        """F_theta's training set with the Siamese ``embedding``'s
-        ``graph_views``: the training points (X's ``rows``, coded as
-        ``z_train``), then each view of them in turn
-        (``embedding.view_coordinates``: made from X and encoded as Z was).
-        A view takes its point's label (the classes survive views) and
-        group: the user's group id, or else its point's row number."""
-        views = embedding.view_coordinates(X, seed, encode=self.encoder, rows=rows,
-                                           strategy=self._strategy(),
-                                           n_views=embedding.graph_views)
+    @staticmethod
+    def _with_graph_views(views, rows, z_train, labels_train, groups_train):
+        """F_theta's training set with the Siamese embedding's graph views
+        ``views`` (V, m, d): the training points (X's ``rows``, coded as
+        ``z_train``), then each view of them in turn. A view takes its
+        point's label (the classes survive views) and group: the user's group
+        id, or else its point's row number."""
         ids = rows if groups_train is None else groups_train
-        copies = 1 + embedding.graph_views
+        copies = 1 + len(views)
         return (np.concatenate([z_train, views.reshape(-1, views.shape[-1]).astype(
                     z_train.dtype, copy=False)]),
                 np.tile(labels_train, copies), np.tile(ids, copies))

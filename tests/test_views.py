@@ -489,6 +489,50 @@ def test_graph_views_join_the_siamese_nets_first_views_to_their_points(monkeypat
     assert net.set_params(steps_per_epoch=7).plan(300, 4).steps_per_epoch == 7  # as given
 
 
+@pytest.mark.parametrize("n_views, graph_views, max_samples", [(2, 3, None), (3, 2, 150)])
+def test_both_nets_views_are_made_once_as_each_would_alone(monkeypatch, n_views, graph_views,
+                                                           max_samples):
+    """With graph_views the views are made once for both nets, as many as
+    either takes: the Siamese net gets the first n_views on the rows it
+    draws, F_theta the first graph_views of every training row, each equal
+    to the view made on its own from (row, seed)."""
+    from spectralnet_tf import SpectralNet, estimator, siamese
+
+    x = np.random.default_rng(1).normal(size=(300, 4)).astype(np.float32)
+    seen = {}
+    real_fit = siamese.SiameseEmbedding.fit
+
+    def siamese_spy(self, z, *args, view_coords=None, seed=0, **kwargs):
+        seen.update(siamese_z=np.array(z), view_coords=np.array(view_coords), seed=seed)
+        return real_fit(self, z, *args, view_coords=view_coords, seed=seed, **kwargs)
+
+    def spectral_spy(model, body, affinity, x_train, *args, **kwargs):
+        seen.update(z=np.array(x_train))
+        raise _Stop
+
+    monkeypatch.setattr(siamese.SiameseEmbedding, "fit", siamese_spy)
+    monkeypatch.setattr(estimator, "train_spectralnet", spectral_spy)
+    emb = SiameseEmbedding(hidden_units=(8, 3), n_nbrs=1, views=jitter, n_views=n_views,
+                           max_epochs=1, max_samples=max_samples, graph_views=graph_views)
+    with pytest.raises(_Stop):
+        SpectralNet(3, hidden_units=(8,), batch_size=12, affinity_embedding=emb,
+                    random_state=0).fit(x)
+
+    def rows_of(z):
+        return np.array([int(np.flatnonzero(np.all(x == row, axis=1))[0]) for row in z])
+
+    m = 270
+    train_rows = rows_of(seen["z"][:m])
+    alone = emb.view_coordinates(x, seen["seed"], rows=train_rows, n_views=graph_views)
+    for v in range(graph_views):
+        np.testing.assert_array_equal(seen["z"][m * (v + 1):m * (v + 2)], alone[v])
+    siamese_rows = rows_of(seen["siamese_z"])
+    assert len(siamese_rows) == (max_samples or m) and set(siamese_rows) <= set(train_rows)
+    np.testing.assert_array_equal(seen["view_coords"],
+                                  emb.view_coordinates(x, seen["seed"], rows=siamese_rows))
+    assert seen["view_coords"].shape == (n_views, max_samples or m, 4)
+
+
 @pytest.mark.parametrize("params, message", [
     (dict(graph_views=-1), "graph_views must be an integer >= 0, got graph_views=-1."),
     (dict(graph_views=1.5), "graph_views must be an integer >= 0, got graph_views=1.5."),
