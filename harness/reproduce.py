@@ -674,7 +674,9 @@ def run(job, out, resume=False, write=True):
         seconds["siamese"] = round(net.siamese_history_["seconds"], 3)
         if "view_seconds" in net.siamese_history_:  # made and encoded before the Siamese phase
             seconds["siamese_views"] = round(net.siamese_history_["view_seconds"], 3)
-    if "graph_view_seconds" in net.history_:  # joined to F_theta's training set (made above)
+    # Since both nets' views are made in one pass, "siamese_views" holds the graph
+    # views' making and "graph_views" their join (earlier records: both apart).
+    if "graph_view_seconds" in net.history_:
         seconds["graph_views"] = round(net.history_["graph_view_seconds"], 3)
     seconds["spectral"] = round(net.history_["seconds"], 3)
     if "init_seconds" in net.history_:  # --init spectral, before the epochs

@@ -432,8 +432,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         where the epoch was undone and the rate cut) and, with ``eigvecs``,
         "start_grassmann". With an ``encoder``, "encode_seconds": its pass
         over X; with the Siamese ``graph_views``, "graph_view_seconds":
-        joining them to the training set (they are made and encoded with
-        the Siamese net's views, in its "view_seconds").
+        joining them to the training set, and making them where they are not
+        made with the Siamese net's views (when it draws ``max_samples``
+        rows and takes more views than the graph).
     codes_ : ndarray of shape (n_samples, code_size) or None
         The ``encoder``'s output for the training data, on which F_theta was
         trained (None without an encoder). Not saved by ``save``: absent
@@ -803,21 +804,24 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         z_val, z_train = Z[perm[:plan.n_val]], Z[perm[plan.n_val:]]
         labels_val, labels_train = labels[perm[:plan.n_val]], labels[perm[plan.n_val:]]
         embedding = plan.affinity_embedding
+        graph_coords = None  # F_theta's views of the training rows (graph_views)
         if siamese:  # a copy, fitted here: the parameter itself stays unfitted
             # The training rows the pairs are built on (at most max_samples).
             drawn = embedding.sample_rows(len(z_train), siamese_seed)
             rows, labels_pairs = perm[plan.n_val:][drawn], labels_train[drawn]
-            # Views transform the input: made from X, encoded as Z was. With
-            # graph_views, those of every training row are made once, as many
-            # as either net takes: the Siamese net's are the first (the same
-            # seeds), on its drawn rows.
+            # Views transform the input: made from X, encoded as Z was. The
+            # graph views (F_theta's, of every training row) are the Siamese
+            # net's first ones and more, by the same seeds: where the Siamese
+            # net takes every training row, or the graph as many views, one
+            # pass makes both.
             start = time.perf_counter()
-            if graph_views(embedding):
-                all_views = embedding.view_coordinates(
+            n_views = embedding.resolved_n_views()
+            n_graph = graph_views(embedding)
+            if n_graph and (isinstance(drawn, slice) or n_graph >= n_views):
+                graph_coords = embedding.view_coordinates(
                     X, siamese_seed, encode=self.encoder, rows=perm[plan.n_val:],
-                    strategy=self._strategy(),
-                    n_views=max(embedding.resolved_n_views(), embedding.graph_views))
-                view_coords = all_views[:embedding.resolved_n_views(), drawn]
+                    strategy=self._strategy(), n_views=max(n_views, n_graph))
+                view_coords = graph_coords[:n_views, drawn]
             else:
                 view_coords = embedding.view_coordinates(X, siamese_seed, encode=self.encoder,
                                                          rows=rows, strategy=self._strategy())
@@ -831,6 +835,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             self.siamese_, self.siamese_history_ = embedding.model_, embedding.history_
             if view_coords is not None:
                 self.siamese_history_["view_seconds"] = view_seconds
+            del view_coords  # trained on; the graph views, if any, stay until joined
         self.affinity_embedding_ = embedding
         # F_theta's training set: the training points, and with graph_views
         # their views, each in one group with its point.
@@ -839,10 +844,15 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         graph_view_seconds = None
         if graph_views(embedding):
             start = time.perf_counter()
+            if graph_coords is None:  # the Siamese net drew fewer rows, with more views
+                graph_coords = embedding.view_coordinates(
+                    X, siamese_seed, encode=self.encoder, rows=perm[plan.n_val:],
+                    strategy=self._strategy(), n_views=embedding.graph_views)
             z_fit, labels_fit, groups_fit = self._with_graph_views(
-                all_views[:embedding.graph_views], perm[plan.n_val:], z_train, labels_train,
+                graph_coords[:embedding.graph_views], perm[plan.n_val:], z_train, labels_train,
                 groups_fit)
             graph_view_seconds = time.perf_counter() - start
+        del graph_coords  # copied into z_fit
         affinity = plan.affinity
         if embedding is not None:
             affinity.set_params(embedding=self.siamese_ if siamese else embedding)

@@ -489,18 +489,27 @@ def test_graph_views_join_the_siamese_nets_first_views_to_their_points(monkeypat
     assert net.set_params(steps_per_epoch=7).plan(300, 4).steps_per_epoch == 7  # as given
 
 
-@pytest.mark.parametrize("n_views, graph_views, max_samples", [(2, 3, None), (3, 2, 150)])
+@pytest.mark.parametrize("n_views, graph_views, max_samples, passes", [
+    (2, 3, None, 1), (3, 2, None, 1), (2, 3, 150, 1), (3, 2, 150, 2)])
 def test_both_nets_views_are_made_once_as_each_would_alone(monkeypatch, n_views, graph_views,
-                                                           max_samples):
-    """With graph_views the views are made once for both nets, as many as
-    either takes: the Siamese net gets the first n_views on the rows it
-    draws, F_theta the first graph_views of every training row, each equal
-    to the view made on its own from (row, seed)."""
+                                                           max_samples, passes):
+    """With graph_views the views are made in one pass for both nets, as
+    many as either takes (two passes only where the Siamese net draws fewer
+    rows and takes more views, which one pass would make for every row): the
+    Siamese net gets the first n_views on the rows it draws, F_theta the
+    first graph_views of every training row, each equal to the view made on
+    its own from (row, seed)."""
     from spectralnet_tf import SpectralNet, estimator, siamese
 
     x = np.random.default_rng(1).normal(size=(300, 4)).astype(np.float32)
     seen = {}
     real_fit = siamese.SiameseEmbedding.fit
+    real_views = siamese.SiameseEmbedding.view_coordinates
+    made = []
+
+    def views_spy(self, *args, **kwargs):
+        made.append(kwargs.get("n_views"))
+        return real_views(self, *args, **kwargs)
 
     def siamese_spy(self, z, *args, view_coords=None, seed=0, **kwargs):
         seen.update(siamese_z=np.array(z), view_coords=np.array(view_coords), seed=seed)
@@ -512,11 +521,15 @@ def test_both_nets_views_are_made_once_as_each_would_alone(monkeypatch, n_views,
 
     monkeypatch.setattr(siamese.SiameseEmbedding, "fit", siamese_spy)
     monkeypatch.setattr(estimator, "train_spectralnet", spectral_spy)
+    monkeypatch.setattr(siamese.SiameseEmbedding, "view_coordinates", views_spy)
     emb = SiameseEmbedding(hidden_units=(8, 3), n_nbrs=1, views=jitter, n_views=n_views,
                            max_epochs=1, max_samples=max_samples, graph_views=graph_views)
     with pytest.raises(_Stop):
         SpectralNet(3, hidden_units=(8,), batch_size=12, affinity_embedding=emb,
                     random_state=0).fit(x)
+    assert len(made) == passes
+    if passes == 1:
+        assert made == [max(n_views, graph_views)]
 
     def rows_of(z):
         return np.array([int(np.flatnonzero(np.all(x == row, axis=1))[0]) for row in z])
