@@ -805,6 +805,11 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         labels_val, labels_train = labels[perm[:plan.n_val]], labels[perm[plan.n_val:]]
         embedding = plan.affinity_embedding
         graph_coords = None  # F_theta's views of the training rows (graph_views)
+
+        def views_of(rows, n_views=None):  # views of X's rows, encoded as Z was
+            return embedding.view_coordinates(X, siamese_seed, encode=self.encoder, rows=rows,
+                                              strategy=self._strategy(), n_views=n_views)
+
         if siamese:  # a copy, fitted here: the parameter itself stays unfitted
             # The training rows the pairs are built on (at most max_samples).
             drawn = embedding.sample_rows(len(z_train), siamese_seed)
@@ -818,13 +823,10 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             n_views = embedding.resolved_n_views()
             n_graph = graph_views(embedding)
             if n_graph and (isinstance(drawn, slice) or n_graph >= n_views):
-                graph_coords = embedding.view_coordinates(
-                    X, siamese_seed, encode=self.encoder, rows=perm[plan.n_val:],
-                    strategy=self._strategy(), n_views=max(n_views, n_graph))
+                graph_coords = views_of(perm[plan.n_val:], max(n_views, n_graph))
                 view_coords = graph_coords[:n_views, drawn]
             else:
-                view_coords = embedding.view_coordinates(X, siamese_seed, encode=self.encoder,
-                                                         rows=rows, strategy=self._strategy())
+                view_coords = views_of(rows)
             view_seconds = time.perf_counter() - start
             embedding.fit(z_train[drawn],
                           labels=labels_pairs if (labels_pairs >= 0).any() else None,
@@ -845,9 +847,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         if graph_views(embedding):
             start = time.perf_counter()
             if graph_coords is None:  # the Siamese net drew fewer rows, with more views
-                graph_coords = embedding.view_coordinates(
-                    X, siamese_seed, encode=self.encoder, rows=perm[plan.n_val:],
-                    strategy=self._strategy(), n_views=embedding.graph_views)
+                graph_coords = views_of(perm[plan.n_val:], embedding.graph_views)
             z_fit, labels_fit, groups_fit = self._with_graph_views(
                 graph_coords[:embedding.graph_views], perm[plan.n_val:], z_train, labels_train,
                 groups_fit)

@@ -440,24 +440,18 @@ class _Stop(Exception):
     """Raised by a spy to end a fit once it has seen what it checks."""
 
 
-@pytest.mark.parametrize("user_groups", [False, True])
-def test_graph_views_join_the_siamese_nets_first_views_to_their_points(monkeypatch,
-                                                                         user_groups):
-    """F_theta's training set with graph_views: the training points, then each
-    of their views in turn (those the Siamese net paired first), every view
-    in one group with its point and with its point's label; the validation
-    hold-out keeps the points alone."""
-    from spectralnet_tf import SpectralNet, estimator, siamese
+def _spy_on_fit(monkeypatch):
+    """What SpectralNet.fit hands the Siamese net (its points, views and seed)
+    and F_theta's training (its rows, groups, labels, steps, the hold-out's
+    size), in the dict returned; the fit ends with _Stop before F_theta trains."""
+    from spectralnet_tf import estimator, siamese
 
-    x = np.random.default_rng(0).normal(size=(300, 4)).astype(np.float32)
-    user = np.arange(300) // 3 + 1000  # the user's groups: threes of rows
-    known = np.where(np.arange(300) % 5 == 0, np.arange(300) % 3, -1)  # a fifth labelled
     seen = {}
     real_fit = siamese.SiameseEmbedding.fit
 
-    def siamese_spy(self, z, *args, view_coords=None, **kwargs):
-        seen.update(siamese_z=np.array(z), view_coords=np.array(view_coords))
-        return real_fit(self, z, *args, view_coords=view_coords, **kwargs)
+    def siamese_spy(self, z, *args, view_coords=None, seed=0, **kwargs):
+        seen.update(siamese_z=np.array(z), view_coords=np.array(view_coords), seed=seed)
+        return real_fit(self, z, *args, view_coords=view_coords, seed=seed, **kwargs)
 
     def spectral_spy(model, body, affinity, x_train, x_val, *args, groups_train=None,
                      y_train=None, y_val=None, steps_per_epoch=None, **kwargs):
@@ -467,6 +461,27 @@ def test_graph_views_join_the_siamese_nets_first_views_to_their_points(monkeypat
 
     monkeypatch.setattr(siamese.SiameseEmbedding, "fit", siamese_spy)
     monkeypatch.setattr(estimator, "train_spectralnet", spectral_spy)
+    return seen
+
+
+def _rows_of(x, z):
+    """The row number in x of each row of z."""
+    return np.array([int(np.flatnonzero(np.all(x == row, axis=1))[0]) for row in z])
+
+
+@pytest.mark.parametrize("user_groups", [False, True])
+def test_graph_views_join_the_siamese_nets_first_views_to_their_points(monkeypatch,
+                                                                         user_groups):
+    """F_theta's training set with graph_views: the training points, then each
+    of their views in turn (those the Siamese net paired first), every view
+    in one group with its point and with its point's label; the validation
+    hold-out keeps the points alone."""
+    from spectralnet_tf import SpectralNet
+
+    x = np.random.default_rng(0).normal(size=(300, 4)).astype(np.float32)
+    user = np.arange(300) // 3 + 1000  # the user's groups: threes of rows
+    known = np.where(np.arange(300) % 5 == 0, np.arange(300) % 3, -1)  # a fifth labelled
+    seen = _spy_on_fit(monkeypatch)
     emb = SiameseEmbedding(hidden_units=(8, 3), n_nbrs=1, views=jitter, n_views=3, max_epochs=1,
                            graph_views=2)
     net = SpectralNet(3, hidden_units=(8,), batch_size=12, affinity_embedding=emb,
@@ -479,7 +494,7 @@ def test_graph_views_join_the_siamese_nets_first_views_to_their_points(monkeypat
     np.testing.assert_array_equal(seen["z"][:m], seen["siamese_z"])
     for v in range(2):  # view v of every point: the Siamese net's view v, as it was
         np.testing.assert_array_equal(seen["z"][m * (v + 1):m * (v + 2)], seen["view_coords"][v])
-    rows = [int(np.flatnonzero(np.all(x == z, axis=1))[0]) for z in seen["z"][:m]]
+    rows = _rows_of(x, seen["z"][:m])
     ids = user[rows] if user_groups else np.asarray(rows)
     np.testing.assert_array_equal(seen["groups"], np.tile(ids, 3))
     labels = known[rows] if user_groups else np.full(m, -1)
@@ -499,11 +514,10 @@ def test_both_nets_views_are_made_once_as_each_would_alone(monkeypatch, n_views,
     Siamese net gets the first n_views on the rows it draws, F_theta the
     first graph_views of every training row, each equal to the view made on
     its own from (row, seed)."""
-    from spectralnet_tf import SpectralNet, estimator, siamese
+    from spectralnet_tf import SpectralNet, siamese
 
     x = np.random.default_rng(1).normal(size=(300, 4)).astype(np.float32)
-    seen = {}
-    real_fit = siamese.SiameseEmbedding.fit
+    seen = _spy_on_fit(monkeypatch)
     real_views = siamese.SiameseEmbedding.view_coordinates
     made = []
 
@@ -511,16 +525,6 @@ def test_both_nets_views_are_made_once_as_each_would_alone(monkeypatch, n_views,
         made.append(kwargs.get("n_views"))
         return real_views(self, *args, **kwargs)
 
-    def siamese_spy(self, z, *args, view_coords=None, seed=0, **kwargs):
-        seen.update(siamese_z=np.array(z), view_coords=np.array(view_coords), seed=seed)
-        return real_fit(self, z, *args, view_coords=view_coords, seed=seed, **kwargs)
-
-    def spectral_spy(model, body, affinity, x_train, *args, **kwargs):
-        seen.update(z=np.array(x_train))
-        raise _Stop
-
-    monkeypatch.setattr(siamese.SiameseEmbedding, "fit", siamese_spy)
-    monkeypatch.setattr(estimator, "train_spectralnet", spectral_spy)
     monkeypatch.setattr(siamese.SiameseEmbedding, "view_coordinates", views_spy)
     emb = SiameseEmbedding(hidden_units=(8, 3), n_nbrs=1, views=jitter, n_views=n_views,
                            max_epochs=1, max_samples=max_samples, graph_views=graph_views)
@@ -531,15 +535,12 @@ def test_both_nets_views_are_made_once_as_each_would_alone(monkeypatch, n_views,
     if passes == 1:
         assert made == [max(n_views, graph_views)]
 
-    def rows_of(z):
-        return np.array([int(np.flatnonzero(np.all(x == row, axis=1))[0]) for row in z])
-
     m = 270
-    train_rows = rows_of(seen["z"][:m])
+    train_rows = _rows_of(x, seen["z"][:m])
     alone = emb.view_coordinates(x, seen["seed"], rows=train_rows, n_views=graph_views)
     for v in range(graph_views):
         np.testing.assert_array_equal(seen["z"][m * (v + 1):m * (v + 2)], alone[v])
-    siamese_rows = rows_of(seen["siamese_z"])
+    siamese_rows = _rows_of(x, seen["siamese_z"])
     assert len(siamese_rows) == (max_samples or m) and set(siamese_rows) <= set(train_rows)
     np.testing.assert_array_equal(seen["view_coords"],
                                   emb.view_coordinates(x, seen["seed"], rows=siamese_rows))
