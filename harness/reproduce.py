@@ -51,7 +51,7 @@ from spectralnet_tf.cli import layer_widths
 from spectralnet_tf.train import GRADIENTS, INITS
 from spectralnet_tf.views import Redraw, make_view
 
-from .configs import TEST_VIEWS_IN_GRAPH, config_for
+from .configs import SPLIT_VIEWS, TEST_VIEWS_IN_GRAPH, config_for
 from .records import peak_rss_gib
 from .semisup import partial_labels, supervised_acc
 
@@ -192,7 +192,8 @@ def build_parser():
                     help="Siamese distance: also pair each point with transformed copies of "
                          "itself (shift: by up to 2 pixels; deform: infinite MNIST's law; "
                          "redraw: that law drawn afresh on an infinite MNIST digit's source; "
-                         "none: no views). Default: shift for mnist, redraw for infimnist")
+                         "none: no views). Default: shift for mnist, deform for mnist --split, "
+                         "redraw for infimnist")
     mn.add_argument("--n-views", type=POSITIVE_INT, dest="siamese_n_views",
                     help="view positives per point (default: as many as the neighbour "
                          "positives, --siamese-nbrs)")
@@ -312,8 +313,9 @@ def build_config(args):
     if isinstance(embedding, SiameseEmbedding):
         embedding.set_params(**{name: getattr(args, flag) for flag, name in SIAMESE_FLAGS.items()
                                 if getattr(args, flag) is not None})
-        if args.views is not None:
-            embedding.set_params(views=None if args.views == "none" else args.views)
+        views = args.views or (SPLIT_VIEWS.get(args.dset) if args.split else None)
+        if views is not None:
+            embedding.set_params(views=None if views == "none" else views)
         if args.deformation_pairs:
             embedding.set_params(group_pairs=True)
         if (args.split and args.dset in TEST_VIEWS_IN_GRAPH and args.graph_views is None

@@ -91,10 +91,14 @@ def test_flags_override_the_dataset_config():
                           "affinity_embedding__views": "redraw",
                           "affinity_embedding__max_samples": 70_000,
                           "affinity_embedding__group_pairs": False}
-    # --split: as many shifted copies of each training digit in SpectralNet's
-    # training set as each test digit is predicted from; nothing else changes.
+    # --split: views of the deformation law, and as many of them of each
+    # training digit in SpectralNet's training set as each test digit is
+    # predicted from; nothing else changes. --views names another law.
     split = cli.build_config(cli.parse_args(["--dset", "mnist", "--split"]))
-    assert flat(split) == {**flat(lean), "affinity_embedding__graph_views": 9}
+    assert flat(split) == {**flat(lean), "affinity_embedding__graph_views": 9,
+                           "affinity_embedding__views": "deform"}
+    shifts = cli.build_config(cli.parse_args(["--dset", "mnist", "--split", "--views", "shift"]))
+    assert flat(shifts) == {**flat(lean), "affinity_embedding__graph_views": 9}
     assert lean["affinity_embedding"].graph_views == 0
     for flags, expected in ((["--test-views", "3"], 3), (["--test-views", "0"], 0),
                             (["--graph-views", "2"], 2), (["--views", "none"], 0)):
