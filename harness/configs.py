@@ -118,7 +118,7 @@ CONFIGS["infimnist"] = {
 #: points are predicted from (``--test-views``, test-time augmentation): as
 #: many views of each training point as each held-out point is predicted
 #: from join SpectralNet's training set, in one group with their point (the
-#: Siamese net's ``graph_views``). So F_theta is not asked to embed shifted
+#: Siamese net's ``graph_views``). So F_theta is not asked to embed view
 #: codes it never trained on, and the share of copies among the rows it
 #: trains on is the share among the rows it embeds at prediction (9 of 10 by
 #: default). The group pairs get the balanced weight (the rule "equal loss
@@ -136,7 +136,8 @@ TEST_VIEWS_IN_GRAPH = frozenset({"mnist"})
 #: invariance MNIST is known to have (the principle: known transformations as
 #: supervision without labels). The Siamese positives, the graph copies and
 #: the test views all come from it. Fixed by rule before any figure of it; the
-#: all-70k job keeps its shifts, on which its budgets were timed.
+#: all-70k job keeps its shifts, on which its budgets were timed, and a config
+#: without views (the paper's preset) stays without them.
 SPLIT_VIEWS = {"mnist": "deform"}
 
 

@@ -313,7 +313,9 @@ def build_config(args):
     if isinstance(embedding, SiameseEmbedding):
         embedding.set_params(**{name: getattr(args, flag) for flag, name in SIAMESE_FLAGS.items()
                                 if getattr(args, flag) is not None})
-        views = args.views or (SPLIT_VIEWS.get(args.dset) if args.split else None)
+        views = args.views
+        if views is None and args.split and embedding.views is not None:
+            views = SPLIT_VIEWS.get(args.dset)  # another law for the views it has
         if views is not None:
             embedding.set_params(views=None if views == "none" else views)
         if args.deformation_pairs:

@@ -99,6 +99,10 @@ def test_flags_override_the_dataset_config():
                            "affinity_embedding__views": "deform"}
     shifts = cli.build_config(cli.parse_args(["--dset", "mnist", "--split", "--views", "shift"]))
     assert flat(shifts) == {**flat(lean), "affinity_embedding__graph_views": 9}
+    # A config without views (the paper's preset) stays without them.
+    preset = cli.build_config(cli.parse_args(["--dset", "mnist", "--split", "--preset", "paper"]))
+    assert (preset["affinity_embedding"].views, preset["affinity_embedding"].graph_views) == (
+        None, 0)
     assert lean["affinity_embedding"].graph_views == 0
     for flags, expected in ((["--test-views", "3"], 3), (["--test-views", "0"], 0),
                             (["--graph-views", "2"], 2), (["--views", "none"], 0)):
