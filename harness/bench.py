@@ -13,6 +13,7 @@ the marked blocks of BENCHMARKS.md and README.md.
     python scripts/bench.py profile           # where a spectral step's time goes; float32 vs bf16, graph vs XLA
     python scripts/bench.py default-fit       # SpectralNet's defaults on the illustrative sets
     python scripts/bench.py group-weight      # the weight of a pair of one group, on digits with copies
+    python scripts/bench.py suite             # every method on the development suite (harness/suite.py)
     python scripts/bench.py report            # = scripts/report.py: BENCHMARKS.md from the records
 """
 
@@ -51,17 +52,19 @@ def spectral_step_flops(m, dims):
 def bench_step(args, command):
     from spectralnet_tf.affinity import GaussianKNNAffinity
     from spectralnet_tf.networks import build_spectralnet
-    from spectralnet_tf.train import train_spectralnet
+    from spectralnet_tf.train import Config, Data, train_spectralnet
 
     rate = matmul_rate()
     dims = (10, 1024, 1024, 512, 10)
     rng = np.random.default_rng(0)
     x = rng.normal(size=(20000, 10)).astype(np.float32)
     aff = GaussianKNNAffinity(n_nbrs=3, scale_nbr=2).fit(x, 1024)
-    model, body = build_spectralnet(10, 10, dims[1:-1], seed=0)
-    hist = train_spectralnet(model, body, aff, x[:18000], x[18000:], batch_size=1024,
-                             ortho_batch_size=1024, epochs=3, steps_per_epoch=args.steps,
-                             patience=100, verbose=0)
+    model = build_spectralnet(10, 10, dims[1:-1], seed=0)
+    # No embedding: the affinity's coordinates are the points themselves. No
+    # schedule: three epochs at one rate.
+    data = Data(x[:18000], x[18000:], x[:18000], x[18000:])
+    hist = train_spectralnet(model, aff, data, Config(batch_size=1024, ortho_batch_size=1024,
+                                                      epochs=3, steps_per_epoch=args.steps))
     step_ms = 1000 * min(hist["epoch_seconds"][1:]) / args.steps
     flops = spectral_step_flops(1024, dims)
     floor_ms = 1000 * flops / (rate * 1e9)
@@ -98,7 +101,7 @@ def bench_profile(args, command):
     import keras
 
     from spectralnet_tf.affinity import GaussianKNNAffinity
-    from spectralnet_tf.networks import build_spectralnet
+    from spectralnet_tf.networks import build_spectralnet, orthonorm_input
     from spectralnet_tf.train import gradient_step
 
     m, repeats = 1024, args.steps
@@ -110,8 +113,8 @@ def bench_profile(args, command):
     rows = []
     for policy in ("float32", "mixed_bfloat16"):
         for compiler, jit in (("graph", False), ("XLA", True)):
-            model, body = build_spectralnet(10, 10, (1024, 1024, 512), seed=0,
-                                            dtype_policy=policy)
+            model = build_spectralnet(10, 10, (1024, 1024, 512), seed=0, dtype_policy=policy)
+            body = orthonorm_input(model)
             orthonorm = model.layers[-1]
             optimizer = keras.optimizers.RMSprop(1e-3)
             optimizer.build(model.trainable_variables)
@@ -317,14 +320,13 @@ def bench_run(args, command):
            f"{r['acc']:.4f}", f"{r['nmi']:.4f}",
            f"{r['test_acc']:.4f}" if "test_acc" in r else "",
            f"{r['test_nmi']:.4f}" if "test_nmi" in r else "",
-           f"{r['test_acc_alone']:.4f}" if "test_acc_alone" in r else "",
            f"{r['raw_rows_acc']:.4f}",
            f"{r['raw_rows_test_acc']:.4f}" if "raw_rows_test_acc" in r else "",
            f"{r['grassmann']:.4f}" if "grassmann" in r else "",
            f"{s['total'] / 60:.1f}", f"{rate:.1f}", f"{s['total'] * rate / 200 / 60:.1f}",
            phases, f"{r['peak_rss_gib']:.2f}"]
     append("scripts/run.py", ["dataset", "space", "affinity", "n", "ACC", "NMI", "test ACC",
-                              "test NMI", "test ACC, each point alone", "ACC, rows as they are",
+                              "test NMI", "ACC, rows as they are",
                               "test ACC, rows as they are", "Grassmann", "total min",
                               "matmul GFLOP/s",
                               "total min at 200 GFLOP/s", "phases", "peak RSS GiB"],
@@ -494,11 +496,7 @@ def bench_scale(args, command):
     if "test_acc" in r:
         record["fresh"] = {"n": r["n_test"], "acc": r["test_acc"], "nmi": r["test_nmi"],
                            "raw_rows_acc": r["raw_rows_test_acc"],
-                           "points_per_s": r["n_test"] / s["test"]}
-        if "test_acc_alone" in r:  # predicted from their views; each digit alone beside
-            record["fresh"].update(views=r["test_views"], acc_alone=r["test_acc_alone"],
-                                   nmi_alone=r["test_nmi_alone"],
-                                   views_seconds=s["test_views"])
+                           "points_per_s": r["n_test"] / s["test"]}  # each digit alone
     kind = args.tag or ("accept" if args.acceptance else "scale")
     save_record(f"{kind}-n{args.one}", record, group="scale")
     redraw_scale_png()  # after each size, so one-size runs (--one) keep it current too
@@ -513,14 +511,16 @@ def bench_kmeans_sample(args, command):
 
     from spectralnet_tf.autoencoder import load_encoder
     from spectralnet_tf.centroids import KMEANS_FIT_MAX, kmeans_labels
-    from .reproduce import AE_ALL
-    from spectralnet_tf.datasets import load_dataset
     from spectralnet_tf.metrics import acc, nmi
     from spectralnet_tf.resources import pretrained_path
     from spectralnet_tf.streaming import map_batches
 
+    from . import infimnist
+    from .reproduce import AE_ALL
+
     n = args.one or 1_000_000
-    x, y, k = load_dataset("infimnist", n=n)
+    x, y = infimnist.load(n=n)
+    k = 10
     z = map_batches(load_encoder(pretrained_path(AE_ALL)), x)
     rows = []
     for seed in (0, 1, 2):
@@ -658,7 +658,6 @@ def bench_group_weight(args, command):
     the originals and on the copies, the weight the fit used, and the share
     of copies in the cluster of their source digit (label-free)."""
     from spectralnet_tf import SpectralNet
-    from spectralnet_tf.affinity import GaussianKNNAffinity
     from spectralnet_tf.metrics import acc
 
     rows = []
@@ -667,8 +666,7 @@ def bench_group_weight(args, command):
             x, y, groups, original = shifted_digit_copies(seed)
             given = weight if weight in ("none", "balanced") else float(weight)
             net = SpectralNet(n_clusters=10, random_state=seed, max_epochs=60,
-                              affinity=GaussianKNNAffinity(
-                                  group_weight=1.0 if given == "none" else given))
+                              group_weight=1.0 if given == "none" else given)
             start = time.perf_counter()
             net.fit(x, groups=None if given == "none" else groups)
             seconds = time.perf_counter() - start
@@ -688,12 +686,15 @@ def bench_group_weight(args, command):
 def main(argv=None):
     note_start()  # the tree this run starts from names its records
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["suite"]:  # its own flags: python scripts/bench.py suite --help
+        from . import suite
+        return suite.main(argv[1:])
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=["matmul", "step", "run", "serve", "reuters-scale", "scale",
                                     "kmeans-sample", "kmeans-rows", "profile", "default-fit",
                                     "nclusters", "pairs", "graph-sbm", "graph-knn",
-                                    "group-weight", "report"])
+                                    "group-weight", "suite", "report"])
     p.add_argument("--check", action="store_true",
                    help="report: exit 1 if BENCHMARKS.md or README.md is stale")
     p.add_argument("--sizes", type=int, nargs="+",

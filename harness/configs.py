@@ -9,6 +9,9 @@ from sklearn.base import clone
 
 from spectralnet_tf.affinity import GaussianKNNAffinity
 from spectralnet_tf.siamese import SiameseEmbedding
+from spectralnet_tf.views import Shift
+
+from .infimnist import Deform, Redraw
 
 #: The illustrative 2-D and 3-D sets: the "auto" net, (256, 256, 128) for
 #: their 1,500 points, but the full 100-epoch cap (not the auto 50 epochs),
@@ -110,35 +113,11 @@ CONFIGS = {
 CONFIGS["infimnist"] = {
     **CONFIGS["mnist"], "steps_per_epoch": 61, "max_epochs": 60,
     "affinity_embedding": clone(CONFIGS["mnist"]["affinity_embedding"]).set_params(
-        steps_per_epoch=1107, max_epochs=60, views="redraw", max_samples=70_000,
+        steps_per_epoch=1107, max_epochs=60, views=Redraw(), max_samples=70_000,
         group_pairs=False)}
 
-
-#: Data sets whose ``--split`` trains SpectralNet on the views its held-out
-#: points are predicted from (``--test-views``, test-time augmentation): as
-#: many views of each training point as each held-out point is predicted
-#: from join SpectralNet's training set, in one group with their point (the
-#: Siamese net's ``graph_views``). So F_theta is not asked to embed view
-#: codes it never trained on, and the share of copies among the rows it
-#: trains on is the share among the rows it embeds at prediction (9 of 10 by
-#: default). The group pairs get the balanced weight (the rule "equal loss
-#: terms at initialisation", as infinite MNIST's sources); an epoch passes
-#: over the grown set. Both fixed by rules before any figure of them; the
-#: all-70k job, which predicts no views, keeps the points alone.
-TEST_VIEWS_IN_GRAPH = frozenset({"mnist"})
-
-#: Data sets whose ``--split`` draws its views from another law than the
-#: all-points job: MNIST's, from infinite MNIST's deformation law
-#: (``views.Deform``: an elastic field as in Simard et al. 2003, a small
-#: affine map and a translation of 1-2 px). It is the law that made infinite
-#: MNIST, whose deformed digits keep their source's label, and its draws hold
-#: translations of the shift views' size: the fuller statement of the
-#: invariance MNIST is known to have (the principle: known transformations as
-#: supervision without labels). The Siamese positives, the graph copies and
-#: the test views all come from it. Fixed by rule before any figure of it; the
-#: all-70k job keeps its shifts, on which its budgets were timed, and a config
-#: without views (the paper's preset) stays without them.
-SPLIT_VIEWS = {"mnist": "deform"}
+#: The views ``--views`` names: the package's shift, and infinite MNIST's law.
+HARNESS_VIEWS = {"shift": Shift, "deform": Deform, "redraw": Redraw}
 
 
 #: The paper's own settings (Appendix C, Tables 3 and 4), for ``--preset paper``:
@@ -157,7 +136,6 @@ PRESETS = {
             "init": "random",
             "affinity": GaussianKNNAffinity(n_nbrs=2, scale_nbr=1, scale="global"),
             "batch_size": 1024,
-            "ortho_batch_size": 1024,
             "learning_rate": 1e-3,
             "patience": 10,
             "min_lr": 1e-8,
@@ -172,7 +150,6 @@ PRESETS = {
             **CONFIGS["reuters"],
             "output_activation": "tanh",
             "init": "random",
-            "ortho_batch_size": 2048,
             "min_lr": 1e-8,
             "max_epochs": PAPER_MAX_EPOCHS,
             "affinity_embedding": clone(CONFIGS["reuters"]["affinity_embedding"]).set_params(

@@ -44,7 +44,7 @@ def measure(args):
 
     from spectralnet_tf.affinity import GaussianKNNAffinity
     from spectralnet_tf.networks import build_spectralnet
-    from spectralnet_tf.train import train_spectralnet
+    from spectralnet_tf.train import Config, Data, train_spectralnet
 
     rng = np.random.default_rng(0)
     centers = rng.normal(size=(DIMS[-1], DIMS[0])) * 3
@@ -53,15 +53,17 @@ def measure(args):
     rate = matmul_rate()
     strategy = distribute.get(strategy)
     with strategy.scope():
-        model, body = build_spectralnet(DIMS[0], DIMS[-1], DIMS[1:-1], seed=0,
-                                        output_activation="linear")
+        model = build_spectralnet(DIMS[0], DIMS[-1], DIMS[1:-1], seed=0,
+                                  output_activation="linear")
     affinity = GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local").fit(
         x, args.batch, seed=0)
+    # No embedding: the affinity's coordinates are the points. No schedule: every
+    # epoch at one rate.
+    data = Data(x, x[:args.batch], x, x[:args.batch])
+    config = Config(batch_size=args.batch, ortho_batch_size=args.batch, epochs=args.epochs,
+                    steps_per_epoch=args.steps, seed=0)
     with distribute.count_collectives() as ledger:
-        history = train_spectralnet(
-            model, body, affinity, x, x[:args.batch], batch_size=args.batch,
-            ortho_batch_size=args.batch, epochs=args.epochs, steps_per_epoch=args.steps,
-            patience=10**6, seed=0, verbose=0, strategy=strategy)
+        history = train_spectralnet(model, affinity, data, config, strategy=strategy)
     replicas = distribute.n_replicas(strategy)
     local_replicas = len(strategy.extended.worker_devices) if replicas > 1 else 1
     per_kind = {}
@@ -140,13 +142,13 @@ def split(args):
     import tensorflow as tf
 
     from spectralnet_tf.affinity import GaussianKNNAffinity
-    from spectralnet_tf.networks import build_spectralnet
+    from spectralnet_tf.networks import build_spectralnet, orthonorm_input
     from spectralnet_tf.orthonorm import tangent_projection
     from spectralnet_tf.train import minibatch_loss
 
     rate = matmul_rate()
-    model, body = build_spectralnet(DIMS[0], DIMS[-1], DIMS[1:-1], seed=0,
-                                    output_activation="linear")
+    model = build_spectralnet(DIMS[0], DIMS[-1], DIMS[1:-1], seed=0, output_activation="linear")
+    body = orthonorm_input(model)
     rows = []
     for m in args.batches:
         x = tf.random.stateless_normal((m, DIMS[0]), seed=(0, m))
@@ -254,16 +256,19 @@ def drift_one(args):
     from sklearn.datasets import make_moons
 
     from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.callbacks import PlateauSchedule
     from spectralnet_tf.networks import build_spectralnet
-    from spectralnet_tf.train import train_spectralnet
+    from spectralnet_tf.train import Config, Data, train_spectralnet
 
     x = make_moons(1200, noise=0.05, random_state=0)[0].astype("float32")
     with distribute.get(strategy).scope():
-        model, body = build_spectralnet(2, 2, (64, 64), seed=3)
+        model = build_spectralnet(2, 2, (64, 64), seed=3)
     affinity = GaussianKNNAffinity(n_nbrs=10).fit(x[:1000], 256, seed=0)
-    history = train_spectralnet(model, body, affinity, x[:1000], x[1000:], batch_size=256,
-                                ortho_batch_size=256, epochs=args.epochs, steps_per_epoch=10,
-                                seed=7, verbose=0, strategy=strategy)
+    data = Data(x[:1000], x[1000:], x[:1000], x[1000:])  # the coordinates are the points
+    config = Config(batch_size=256, ortho_batch_size=256, epochs=args.epochs,
+                    steps_per_epoch=10, seed=7)
+    history = train_spectralnet(model, affinity, data, config, strategy=strategy,
+                                callbacks=[PlateauSchedule(patience=10)])
     print("RESULT " + json.dumps({"loss": history["loss"]}), flush=True)
 
 

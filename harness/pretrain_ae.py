@@ -36,12 +36,13 @@ from spectralnet_tf.autoencoder import (build_autoencoder, equal_invariance_weig
                                         load_ae_weights, save_ae_weights, train_autoencoder)
 from spectralnet_tf.centroids import assign, fit_centroids
 from spectralnet_tf.checkpoint import Checkpointer
-from spectralnet_tf.datasets import (DATA_DIR_ENV, MNIST_IMAGE_SHAPE, MNIST_N_TRAIN,
-                                     infimnist, mnist, reuters)
-from spectralnet_tf.infimnist import REDEFORM_KEYS, redeform
+from spectralnet_tf.datasets import DATA_DIR_ENV, MNIST_IMAGE_SHAPE, MNIST_N_TRAIN, mnist, reuters
 from spectralnet_tf.metrics import acc, nmi
 from spectralnet_tf.resources import sha256
 from spectralnet_tf.streaming import Rows, map_batches
+
+from . import infimnist
+from .infimnist import REDEFORM_KEYS, redeform
 
 OUT_DIR = os.path.join(ROOT, "pretrained_ae")
 DEFAULT_OUT = {
@@ -147,7 +148,7 @@ def load_data(args):
         n = args.n or INFIMNIST_DEFAULT_N
         if args.limit:
             n = min(n, args.limit)
-        source, y = infimnist(data_dir=args.data_dir, n=n)
+        source, y = infimnist.load(data_dir=args.data_dir, n=n)
         # Generated once and held for the epochs, a chunk at a time: warping a
         # chunk takes far more memory per digit than the digit itself.
         x = map_batches(None, source)

@@ -39,7 +39,6 @@ from spectralnet_tf.centroids import (NORMALIZE_ROWS, assign, fit_centroids, kme
 from spectralnet_tf.datasets import DATA_DIR_ENV, DATASETS, MNIST_N_TRAIN, load_dataset
 from spectralnet_tf.estimator import SpectralNet, make_affinity, make_affinity_embedding
 from spectralnet_tf.hardware import resolve_dtype_policy
-from spectralnet_tf.infimnist import N_ORIGINAL, InfiMNIST
 from spectralnet_tf.losses import LAPLACIANS
 from spectralnet_tf.metrics import acc, grassmann, matched, nmi
 from spectralnet_tf.networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS
@@ -48,10 +47,12 @@ from spectralnet_tf.spectral import (DENSE_MAX_N, EigensolverTimeout, edge_purit
                                      harmonic_labels, spectrum)
 from spectralnet_tf.streaming import Rows, is_lazy, map_batches
 from spectralnet_tf.cli import layer_widths
-from spectralnet_tf.train import GRADIENTS, INITS
-from spectralnet_tf.views import Redraw, make_view
+from spectralnet_tf.initializers import INITIALIZERS
+from spectralnet_tf.views import make_view
 
-from .configs import SPLIT_VIEWS, TEST_VIEWS_IN_GRAPH, config_for
+from . import infimnist
+from .configs import HARNESS_VIEWS, config_for
+from .infimnist import N_ORIGINAL, InfiMNIST, Redraw
 from .records import peak_rss_gib
 from .semisup import partial_labels, supervised_acc
 
@@ -122,7 +123,8 @@ def build_parser():
     p = _Parser(prog=PROG, description=DESCRIPTION,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     run = p.add_argument_group("the run")
-    run.add_argument("--dset", choices=sorted(DATASETS), help="data set (required unless --resume)")
+    run.add_argument("--dset", choices=sorted({*DATASETS, "infimnist"}),
+                     help="data set (required unless --resume)")
     run.add_argument("--seed", type=NONNEGATIVE_INT, default=0,
                      help="seeds data and training (default 0)")
     run.add_argument("--out", help="run directory (default: runs/DSET-DATE/); must be new or empty")
@@ -143,14 +145,12 @@ def build_parser():
     hp.add_argument("--scale", choices=SCALES)
     hp.add_argument("--laplacian", choices=LAPLACIANS)
     hp.add_argument("--batch-size", type=POSITIVE_INT)
-    hp.add_argument("--ortho-batch-size", type=POSITIVE_INT)
     hp.add_argument("--lr", type=POSITIVE_FLOAT, dest="learning_rate", help="initial learning rate")
     hp.add_argument("--patience", type=POSITIVE_INT,
                     help="epochs without improvement before LR/10")
     hp.add_argument("--epochs", type=POSITIVE_INT, dest="max_epochs", help="maximum epochs")
     hp.add_argument("--steps-per-epoch", type=POSITIVE_INT)
-    hp.add_argument("--gradient", choices=GRADIENTS)
-    hp.add_argument("--init", choices=INITS,
+    hp.add_argument("--init", choices=sorted(INITIALIZERS),
                     help="how F_theta starts: fitted to exact eigenvectors of a 4,096-point "
                          "subsample (spectral), or Glorot weights only (random, the paper's)")
     hp.add_argument("--output-activation", choices=OUTPUT_ACTIVATIONS,
@@ -192,24 +192,11 @@ def build_parser():
                     help="Siamese distance: also pair each point with transformed copies of "
                          "itself (shift: by up to 2 pixels; deform: infinite MNIST's law; "
                          "redraw: that law drawn afresh on an infinite MNIST digit's source; "
-                         "none: no views). Default: shift for mnist, deform for mnist --split, "
-                         "redraw for infimnist")
+                         "none: no views). Default: the data set's config (shift for mnist, "
+                         "redraw for infimnist)")
     mn.add_argument("--n-views", type=POSITIVE_INT, dest="siamese_n_views",
                     help="view positives per point (default: as many as the neighbour "
                          "positives, --siamese-nbrs)")
-    mn.add_argument("--test-views", type=NONNEGATIVE_INT, default=9,
-                    help="with --split and views in the Siamese distance: each held-out "
-                         "point's cluster from the mean of its embedding and those of this "
-                         "many of its views (test-time augmentation, SpectralNet.predict's "
-                         "views; default 9: ten embeddings, as Krizhevsky et al. 2012 averaged "
-                         "ten crops); 0: the point alone. The point alone is recorded beside "
-                         "it (test_acc_alone)")
-    mn.add_argument("--graph-views", type=NONNEGATIVE_INT,
-                    help="views of each training point that join SpectralNet's training set "
-                         "in one group with it (the Siamese net's graph_views; default for "
-                         "mnist with --split while the Siamese net has views: --test-views, "
-                         "so that F_theta trains on as many views of a digit as a test digit "
-                         "is predicted from; else 0)")
     mn.add_argument("--deformation-pairs", action="store_true",
                     help="infimnist, Siamese distance: also pair each digit with another one "
                          "made from the same MNIST digit as a Siamese positive (fit's groups; "
@@ -232,9 +219,6 @@ def build_parser():
                       help="weight of the labeled points' cross-entropy in the loss")
     semi.add_argument("--labeled-share", type=FRACTION,
                       help="share of each minibatch drawn from the labeled points")
-    semi.add_argument("--label-strength", type=NONNEGATIVE_FLOAT,
-                      help="how far the labeled points' classifier reshapes the graph "
-                           "(0: not at all)")
     mn.add_argument("--exact-knn", action="store_true",
                     help="after training, exact spectral clustering on the kNN graph of all n "
                          "points (the trained affinity with its ranks as set, the paper's "
@@ -268,11 +252,10 @@ def parse_args(argv=None):
 
 
 #: Flags that set a parameter of the affinity object, and of the Siamese embedding.
-AFFINITY_FLAGS = ("n_nbrs", "scale_nbr", "scale", "label_strength")
+AFFINITY_FLAGS = ("n_nbrs", "scale_nbr", "scale")
 SIAMESE_FLAGS = {"siamese_max_epochs": "max_epochs", "siamese_steps_per_epoch": "steps_per_epoch",
                  "siamese_n_nbrs": "n_nbrs", "siamese_dtype_policy": "dtype_policy",
                  "siamese_n_views": "n_views", "siamese_max_samples": "max_samples",
-                 "graph_views": "graph_views",
                  "patience": "patience"}
 
 
@@ -288,8 +271,8 @@ def build_config(args):
         raise UsageError(f"--preset {args.preset}: {err}") from None
     if args.hidden:
         config["hidden_units"] = tuple(args.hidden)
-    for key in ("laplacian", "batch_size", "ortho_batch_size", "learning_rate", "patience",
-                "max_epochs", "steps_per_epoch", "gradient", "init", "output_activation",
+    for key in ("laplacian", "batch_size", "learning_rate", "patience",
+                "max_epochs", "steps_per_epoch", "init", "output_activation",
                 "label_weight", "labeled_share", "dtype_policy"):
         value = getattr(args, key)
         if value is not None:
@@ -313,46 +296,36 @@ def build_config(args):
     if isinstance(embedding, SiameseEmbedding):
         embedding.set_params(**{name: getattr(args, flag) for flag, name in SIAMESE_FLAGS.items()
                                 if getattr(args, flag) is not None})
-        views = args.views
-        if views is None and args.split and embedding.views is not None:
-            views = SPLIT_VIEWS.get(args.dset)  # another law for the views it has
-        if views is not None:
-            embedding.set_params(views=None if views == "none" else views)
+        if args.views is not None:
+            embedding.set_params(views=None if args.views == "none"
+                                 else HARNESS_VIEWS[args.views]())
         if args.deformation_pairs:
             embedding.set_params(group_pairs=True)
-        if (args.split and args.dset in TEST_VIEWS_IN_GRAPH and args.graph_views is None
-                and embedding.views is not None):
-            embedding.set_params(graph_views=args.test_views)  # as many as it predicts from
-        if embedding.views == "redraw" and args.data_dir:  # the sources from the data's folder
+        if isinstance(embedding.views, Redraw) and args.data_dir:  # the sources' folder
             embedding.set_params(views=Redraw(data_dir=args.data_dir))
     elif args.views not in (None, "none") or args.siamese_n_views is not None:
         flag = f"--views {args.views}" if args.views else f"--n-views {args.siamese_n_views}"
         raise UsageError(f"{flag} pairs views in the Siamese distance; it needs --affinity "
                          "siamese.")
-    elif args.graph_views:
-        raise UsageError(f"--graph-views {args.graph_views} trains on the Siamese net's views; "
-                         "it needs --affinity siamese and --views.")
     config["affinity_embedding"] = embedding
     return config
 
 
 def split(args, x, y):
-    """``x, y, x_test, y_test, test_index``: all data, or the training part and
-    the held-out part for ``--split`` (MNIST: 60k/10k; Reuters: a random 10%
-    held out), with the held-out rows' numbers in the data set (what a view
-    reads: ``Redraw`` finds an infinite MNIST digit's source by it)."""
+    """``x, y, x_test, y_test``: all data, or the training part and the
+    held-out part for ``--split`` (MNIST: 60k/10k; Reuters: a random 10%
+    held out; infinite MNIST: the fresh digits after the n)."""
     if not args.split:
-        return x, y, None, None, None
+        return x, y, None, None
     if args.dset == "mnist":
-        return (x[:MNIST_N_TRAIN], y[:MNIST_N_TRAIN], x[MNIST_N_TRAIN:], y[MNIST_N_TRAIN:],
-                np.arange(MNIST_N_TRAIN, len(x)))
+        return x[:MNIST_N_TRAIN], y[:MNIST_N_TRAIN], x[MNIST_N_TRAIN:], y[MNIST_N_TRAIN:]
     if args.dset == "infimnist":
         fresh = InfiMNIST(x.images, x.base_labels, INFIMNIST_FRESH, start=x.start + len(x))
-        return x, y, fresh, fresh.labels, np.arange(fresh.start, fresh.start + len(fresh))
+        return x, y, fresh, fresh.labels
     if args.dset == "reuters":
         held_out = np.random.default_rng(args.seed).uniform(size=len(y)) < REUTERS_TEST_FRACTION
         train, test = np.flatnonzero(~held_out), np.flatnonzero(held_out)
-        return Rows(x, train), y[train], Rows(x, test), y[test], test
+        return Rows(x, train), y[train], Rows(x, test), y[test]
     raise UsageError("--split is defined for --dset mnist (60k/10k), infimnist (fresh digits) "
                      "and reuters (90%/10%).")
 
@@ -378,10 +351,14 @@ class Job:
                 raise UsageError(f"--n {args.n}: only --dset infimnist takes a size.")
             extra["n"] = args.n
         try:
-            x, y, self.k = load_dataset(args.dset, seed=args.seed, **extra)
+            if args.dset == "infimnist":  # generated by the harness, not a package data set
+                x, y = infimnist.load(seed=args.seed, **extra)
+                self.k = 10
+            else:
+                x, y, self.k = load_dataset(args.dset, seed=args.seed, **extra)
         except (FileNotFoundError, ValueError, OSError) as err:
             raise UsageError(str(err)) from None
-        self.x, self.y, self.x_test, self.y_test, self.test_index = split(args, x, y)
+        self.x, self.y, self.x_test, self.y_test = split(args, x, y)
         # Infinite MNIST's sources, read before input space turns the rows into an array.
         # SpectralNet's graph joins the digits of one source (and with
         # --deformation-pairs the Siamese pairs do too): fit's groups.
@@ -418,7 +395,7 @@ class Job:
             try:
                 make_view(views)(np.asarray(self.x[:2], np.float32), np.arange(2), 0)
             except ValueError as err:
-                raise UsageError(f"--views {views}: {err}") from None
+                raise UsageError(f"--views {args.views or views}: {err}") from None
         if args.deformation_pairs:
             distance = "siamese" if isinstance(self.plan.affinity_embedding,
                                                SiameseEmbedding) else "euclidean"
@@ -678,10 +655,6 @@ def run(job, out, resume=False, write=True):
         seconds["siamese"] = round(net.siamese_history_["seconds"], 3)
         if "view_seconds" in net.siamese_history_:  # made and encoded before the Siamese phase
             seconds["siamese_views"] = round(net.siamese_history_["view_seconds"], 3)
-    # Since both nets' views are made in one pass, "siamese_views" holds the graph
-    # views' making and "graph_views" their join (earlier records: both apart).
-    if "graph_view_seconds" in net.history_:
-        seconds["graph_views"] = round(net.history_["graph_view_seconds"], 3)
     seconds["spectral"] = round(net.history_["seconds"], 3)
     if "init_seconds" in net.history_:  # --init spectral, before the epochs
         seconds["warm_start"] = round(net.history_["init_seconds"], 3)
@@ -692,8 +665,6 @@ def run(job, out, resume=False, write=True):
         results.update(acc_alone=acc(y, labels), nmi_alone=nmi(y, labels))
         labels = net.group_labels_
     results.update(acc=acc(y, labels), nmi=nmi(y, labels))
-    if net.label_check_ is not None:  # did the label classifier reshape the graph
-        results["label_check"] = net.label_check_
     # The partition's shape beside its ACC: a cluster twice a class's size is
     # two classes merged, whatever the matching made of them.
     results.update(cluster_sizes=np.bincount(labels, minlength=k).tolist(),
@@ -704,18 +675,6 @@ def run(job, out, resume=False, write=True):
         results.update(n_test=int(len(job.y_test)), test_acc=acc(job.y_test, test_labels),
                        test_nmi=nmi(job.y_test, test_labels))
         phase("test", t)
-        views = getattr(net.affinity_embedding_, "views", None)
-        if views is not None and args.test_views:
-            # Test-time augmentation with the views the Siamese net paired:
-            # the figures of the point alone stay beside it.
-            t = time.perf_counter()
-            test_labels = net.predict(job.x_test, views=views, n_views=args.test_views,
-                                      index=job.test_index)
-            results.update(test_views=args.test_views,
-                           test_acc_alone=results["test_acc"], test_nmi_alone=results["test_nmi"],
-                           test_acc=acc(job.y_test, test_labels),
-                           test_nmi=nmi(job.y_test, test_labels))
-            phase("test_views", t)
     t = time.perf_counter()
     # The paper's k-means (Sec. 3.3), on the embedding's rows as they are: the
     # same net, the other rounding (fit scales the rows to unit length).
@@ -829,7 +788,6 @@ def run(job, out, resume=False, write=True):
     results["resolved"] = {"hidden_units": list(plan.hidden_units), "max_epochs": plan.max_epochs,
                            "steps_per_epoch": plan.steps_per_epoch,
                            "batch_size": plan.batch_size,
-                           "ortho_batch_size": plan.ortho_batch_size,
                            "dtype_policy": resolve_dtype_policy(net.dtype_policy)}
     if siamese:
         results["resolved"]["siamese_dtype_policy"] = resolve_dtype_policy(
@@ -847,9 +805,6 @@ def run(job, out, resume=False, write=True):
         summary += f" (each digit alone {results['acc_alone']:.4f})"
     if "test_acc" in results:
         summary += f" test ACC={results['test_acc']:.4f} NMI={results['test_nmi']:.4f}"
-    if "test_acc_alone" in results:
-        summary += (f" ({results['test_views']} views; the point alone "
-                    f"{results['test_acc_alone']:.4f})")
     if "grassmann" in results:
         summary += f" grassmann={results['grassmann']:.4f}"
     if "grassmann_plain" in results:

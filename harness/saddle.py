@@ -42,12 +42,19 @@ def restore(run_dir, phases, work, **params):
     ``phases`` (the others train anew), with the run's data and codes."""
     from spectralnet_tf import SpectralNet
     from spectralnet_tf.autoencoder import load_encoder
-    from .reproduce import build_config, default_ae, parse_args
     from spectralnet_tf.datasets import load_dataset
+
+    from . import infimnist
+    from .reproduce import build_config, default_ae, parse_args
 
     with open(os.path.join(run_dir, "args.json")) as f:
         args = parse_args(json.load(f))
-    x, y, k = load_dataset(args.dset, seed=args.seed, data_dir=args.data_dir)
+    if args.dset == "infimnist":  # the harness's data set, as run.py loads it
+        x, y = infimnist.load(seed=args.seed, data_dir=args.data_dir,
+                              **({} if args.n is None else {"n": args.n}))
+        k = 10
+    else:
+        x, y, k = load_dataset(args.dset, seed=args.seed, data_dir=args.data_dir)
     config = {**build_config(args), **params}
     encoder = load_encoder(args.ae_weights or default_ae(args))
     ckpt = os.path.join(work, "checkpoints")
@@ -69,7 +76,7 @@ def minibatch_losses(affinity, z, embeddings, batch_size, laplacian, seed=0):
     losses = {name: [] for name in embeddings}
     for _ in range(LOSS_BATCHES):
         rows = rng.choice(len(z), batch_size, replace=False)
-        w = affinity.kernel_matrix(tf.constant(affinity.embed_all(z[rows])))
+        w = affinity.kernel_matrix(tf.constant(affinity.coordinates(z[rows], rows)))
         for name, emb in embeddings.items():
             q = np.linalg.qr(emb[rows].astype(np.float64))[0] * np.sqrt(batch_size)
             losses[name].append(float(spectral_loss(w, tf.constant(q, tf.float32), laplacian)))
@@ -352,7 +359,7 @@ def _span(v):
 
 
 def main(argv=None):
-    from spectralnet_tf.train import INITS
+    from spectralnet_tf.initializers import INITIALIZERS
 
     note_start()  # the tree this run starts from names its records
 
@@ -360,12 +367,13 @@ def main(argv=None):
     sub = p.add_subparsers(dest="command", required=True)
     q = sub.add_parser("retrain", help="train a finished run's spectral phase again")
     q.add_argument("run", help="a finished run.py run directory (args.json, checkpoints/)")
-    q.add_argument("--init", choices=INITS, required=True)
+    q.add_argument("--init", choices=sorted(INITIALIZERS), required=True)
     q.add_argument("--tag", help="record name (default: the run directory's name and --init)")
     q = sub.add_parser("subset", help="the regression test's MNIST subset over seeds")
     q.add_argument("--n", type=int, default=4000)
     q.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    q.add_argument("--inits", nargs="+", choices=INITS, default=["spectral", "random"])
+    q.add_argument("--inits", nargs="+", choices=sorted(INITIALIZERS),
+                   default=["spectral", "random"])
     q = sub.add_parser("mnist", help="the main job, timed against the matmul rate")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--tag", help="record name (default: mnist-seedS)")

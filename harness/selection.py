@@ -129,13 +129,15 @@ def codes(args):
     import numpy as np
 
     from spectralnet_tf.autoencoder import load_encoder
-    from spectralnet_tf.datasets import MNIST_N_TRAIN, infimnist, mnist
+    from spectralnet_tf.datasets import MNIST_N_TRAIN, mnist
     from spectralnet_tf.distribute import map_rows
     from spectralnet_tf.resources import sha256
     from spectralnet_tf.selection import correlation
 
+    from . import infimnist
+
     if args.split == "infimnist":  # the first --pool digits of infinite MNIST
-        source, labels = infimnist(n=args.pool)
+        source, labels = infimnist.load(n=args.pool)
         rows = np.sort(np.random.default_rng(args.seed).choice(args.pool, args.n, replace=False))
         digits, y_rows = source.digits(rows), labels[rows]
     else:

@@ -1,18 +1,11 @@
-"""Gaussian affinities (paper Eq. 4), per minibatch and for the whole data set.
+"""Affinities: the graph W a minibatch trains on (paper Eq. 4), behind one base class.
 
-Each affinity is a scikit-learn estimator in the ``get_params`` sense
-(``__init__`` only stores its parameters; ``clone`` and ``set_params`` work,
-also nested in ``SpectralNet(affinity=...)``), with one interface:
-
-- ``fit(x, batch_size, seed)`` sets the global scale ``scale_`` (if any);
-- ``affinity(x_batch)`` returns the dense (m, m) matrix W of a minibatch, as a
-  tensor, inside the compiled training step;
-- ``affinity.graph(x, neighbors)`` returns W over all n points (scipy sparse
-  for kNN), for exact spectral clustering and the true eigenvectors;
-  ``affinity.coordinate_graph(z, neighbors)`` (kNN) the same from points
-  already embedded (``embed_all``);
-- ``affinity.for_full_data(n, batch_size)`` is the affinity on all n points
-  that random minibatches of ``batch_size`` points sample (see there).
+``Affinity`` states the interface (its docstring); ``GaussianKNNAffinity``
+(the paper's kNN graph), ``FullGaussianAffinity`` (all pairs) and
+``PrecomputedAffinity`` (the user's own graph) implement it. Each is a
+scikit-learn estimator in the ``get_params`` sense (``__init__`` only stores
+its parameters; ``clone`` and ``set_params`` work, also nested in
+``SpectralNet(affinity=...)``).
 
 The kernel is ``exp(-||z_i - z_j||^2 / (2 s_i s_j))``: with ``scale="global"``
 ``s_i = s_j = scale_``, the median distance to the ``scale_nbr``-th neighbour
@@ -30,14 +23,15 @@ numbers).
 """
 
 
+import numbers
+
 import numpy as np
 import scipy.sparse as sp
 import tensorflow as tf
 from sklearn.base import BaseEstimator
 
 from . import distribute
-from .checks import check_int, check_real
-from .labelscores import LabelScores, fit_label_classifier, kernel_width
+from .checks import Callable, Interval, Options, validate_params
 from .neighbors import make_neighbors
 from .streaming import map_batches
 
@@ -67,7 +61,81 @@ def gaussian_kernel(d2, s_row, s_col):
     return tf.exp(-d2 / (2.0 * s_row * s_col))
 
 
-class GaussianAffinity(BaseEstimator):
+class Affinity(BaseEstimator):
+    """The graph W whose Laplacian's eigenvectors F_theta learns.
+
+    Every affinity has one interface, which ``SpectralNet`` and Algorithm 1
+    use without knowing which they hold:
+
+    - ``fit(z, batch_size, seed=0, graph=None)``: fit on the points ``z``
+      (codes, with an encoder), e.g. a global scale; ``graph`` only for an
+      affinity that ``takes_graph``;
+    - ``coordinates(z, index)``: what ``kernel_matrix`` reads for the points
+      ``z``, numbered ``index`` in the fit's X (their embedding, or their
+      row numbers in a given graph), computed once before training;
+    - ``kernel_matrix(coords)``: the dense W of a minibatch, inside the
+      compiled training step;
+    - ``for_full_data(n, batch_size)``: the affinity on all n points that
+      minibatches of ``batch_size`` sample, and ``sampled_graph(coords,
+      batch_size)`` its dense W on a subsample;
+    - ``graph(z, neighbors)``: W over all the points (exact spectral
+      clustering, the true eigenvectors);
+    - ``n_neighbors_needed()`` and ``ranks()``: the neighbours a minibatch
+      must hold, and the ranks that depend on the sample's density.
+
+    Parameters are checked, in ``fit``, against ``_parameter_constraints``.
+    """
+
+    #: Whether ``fit`` takes the user's graph (``fit(X, graph=W)``).
+    takes_graph = False
+    #: Whether the graph of a random subsample stands for the graph (not for a
+    #: sparse given graph, which falls apart; ``graph_of`` gives it whole).
+    subsampled = True
+    _parameter_constraints = {}
+
+    def check_params(self, batch_size=None):
+        """Raise a ValueError naming the first bad parameter (and, given a
+        ``batch_size``, refuse one too small for the neighbours needed)."""
+        validate_params(self, self._parameter_constraints)
+        if batch_size is not None and self.n_neighbors_needed() >= batch_size:
+            raise ValueError(
+                f"The affinity needs {self.n_neighbors_needed()} neighbours per point but a "
+                f"minibatch has only {batch_size} points (batch_size={batch_size})."
+            )
+
+    def n_neighbors_needed(self):
+        """How many neighbours (besides self) a batch must sort."""
+        raise NotImplementedError
+
+    def ranks(self):
+        """The neighbour-rank parameters (name -> rank), the ones that depend
+        on the sample density: ``for_full_data`` scales them, and a run's
+        record names the exact reference's graph by them."""
+        return {}
+
+    def full_data_ranks(self, n_samples, batch_size):
+        """The neighbour ranks of ``for_full_data(n_samples, batch_size)``
+        (each rank scaled by n_samples / batch_size); needs no fitted scale."""
+        if not 1 <= batch_size <= n_samples:
+            raise ValueError(
+                f"batch_size must be in [1, n_samples={n_samples}], got batch_size={batch_size}."
+            )
+        return {key: min(int(round(value * n_samples / batch_size)), n_samples - 1)
+                for key, value in self.ranks().items()}
+
+    def sampled_graph(self, coords, batch_size):
+        """Dense W on the coordinates ``coords`` of a subsample, of the graph
+        that minibatches of ``batch_size`` sample (``for_full_data`` at the
+        subsample's size): what the warm start and the label targets solve."""
+        return self.for_full_data(len(coords), batch_size).kernel_matrix(tf.constant(coords))
+
+    def __call__(self, x):
+        """W of a minibatch of points x (their coordinates computed first)."""
+        return self.kernel_matrix(tf.constant(self.coordinates(np.asarray(x, np.float32),
+                                                               np.arange(len(x)))))
+
+
+class GaussianAffinity(Affinity):
     """Shared part of the Gaussian affinities: embedding, scale, kernel.
 
     Parameters
@@ -81,29 +149,8 @@ class GaussianAffinity(BaseEstimator):
         Distances are taken between ``embedding(x)`` (e.g. a Siamese net).
         Inside ``SpectralNet`` leave it None: the estimator's
         ``affinity_embedding`` sets it on the fitted copy ``affinity_``.
-    label_strength : float, default=8.0
-        Semi-supervised only (``fit_labels``, which ``SpectralNet.fit`` calls
-        with ``partial_labels``): how far a classifier of the labeled points
-        alone reshapes the graph. An RBF SVM of those points (C and gamma by
-        cross-validation on them) scores every point, and distances are
-        taken with ``label_strength * scale * tanh(score)`` as extra
-        coordinates (``labelscores.LabelScores``; ``scale`` is the kernel
-        width): pairs the classifier confidently puts on opposite sides lose
-        their edge, so the labels can win where the graph joins the classes.
-        0 leaves the graph as it is. ``SpectralNet`` keeps the classifier
-        only where the graph it reshapes beats the graph on held-out labels
-        (its ``label_check_``).
     n_scale_batches : int, default=10
         Random batches over which the global median is taken.
-    group_weight : "balanced" or float, default="balanced"
-        Only with ``SpectralNet.fit(X, groups=...)``: the affinity of a pair
-        of one group in a minibatch (``groups.apply_groups``). "balanced":
-        the weight that makes the pairs' term of the loss equal to the rest
-        of it at initialisation (the rule "equal loss terms at
-        initialisation"), measured on a few minibatches before training
-        (``train.balanced_group_weight``; ``SpectralNet.history_`` keeps the
-        value). A number: that weight; 1 is the paper's must-link value for
-        a pair of one label.
 
     Attributes
     ----------
@@ -111,62 +158,41 @@ class GaussianAffinity(BaseEstimator):
         The fitted global scale (None with ``scale="local"``).
     """
 
-    def __init__(self, scale_nbr=3, scale="global", embedding=None, n_scale_batches=10,
-                 label_strength=8.0, group_weight="balanced"):
+    _parameter_constraints = {
+        "scale_nbr": [Interval(numbers.Integral, 1, None, closed="left")],
+        "scale": [Options(*SCALES)],
+        "embedding": [None, Callable()],
+        "n_scale_batches": [Interval(numbers.Integral, 1, None, closed="left")],
+    }
+
+    def __init__(self, scale_nbr=3, scale="global", embedding=None, n_scale_batches=10):
         self.scale_nbr = scale_nbr
         self.scale = scale
         self.embedding = embedding
         self.n_scale_batches = n_scale_batches
-        self.label_strength = label_strength
-        self.group_weight = group_weight
 
-    # -- parameters --------------------------------------------------------
     def n_neighbors_needed(self):
-        """How many neighbours (besides self) a batch must sort."""
         return self.scale_nbr
-
-    def check_params(self, batch_size=None):
-        """Raise a ValueError naming the first bad parameter (and, given a
-        ``batch_size``, refuse one too small for the neighbours needed)."""
-        if not (isinstance(self.scale, str) and self.scale in SCALES):
-            raise ValueError(f"scale must be one of {SCALES}, got scale={self.scale!r}.")
-        check_int("scale_nbr", self.scale_nbr, 1)
-        check_int("n_scale_batches", self.n_scale_batches, 1)
-        check_real("label_strength", self.label_strength, lambda v: 0 <= v < np.inf,
-                   "a number >= 0")
-        if not (isinstance(self.group_weight, str) and self.group_weight == "balanced"):
-            check_real("group_weight", self.group_weight, lambda v: 0 < v < np.inf,
-                       "'balanced' or a number > 0")
-        if not (self.embedding is None or callable(self.embedding)):
-            raise ValueError(f"embedding must be None or a callable, got "
-                             f"embedding={self.embedding!r}.")
-        if batch_size is not None and self.n_neighbors_needed() >= batch_size:
-            raise ValueError(
-                f"The affinity needs {self.n_neighbors_needed()} neighbours per point but a "
-                f"minibatch has only {batch_size} points (batch_size={batch_size})."
-            )
 
     # -- fitting -----------------------------------------------------------
     def embed(self, x):
-        fn = self.embedder()
-        return x if fn is None else fn(x)
+        return x if self.embedding is None else self.embedding(x)
 
-    def fit(self, x, batch_size, seed=0):
-        """Set ``scale_`` from random samples of ``batch_size`` points of x
-        (in ``embedding``: the label scores of an earlier ``fit_labels`` are
-        dropped)."""
+    def fit(self, z, batch_size, seed=0, graph=None):
+        """Set ``scale_`` from random samples of ``batch_size`` points of z
+        (in ``embedding``)."""
+        del graph  # refused by SpectralNet: a Gaussian affinity builds its own
         self.check_params(batch_size)
-        self.forget_labels()
         if self.scale == "local":
             self.scale_ = None
             return self
         rng = np.random.default_rng(seed)
-        n = len(x)
+        n = len(z)
         kth = []
         for _ in range(self.n_scale_batches if batch_size < n else 1):
             idx = rng.choice(n, size=min(batch_size, n), replace=False)
-            z = tf.constant(self.embed_all(np.asarray(x)[idx]))
-            d2 = sorted_sq_dists(pairwise_sq_dists(z), self.scale_nbr)
+            coords = tf.constant(self.embed_all(np.asarray(z)[idx]))
+            d2 = sorted_sq_dists(pairwise_sq_dists(coords), self.scale_nbr)
             kth.append(np.sqrt(d2[:, self.scale_nbr].numpy()))
         self.scale_ = float(np.median(np.concatenate(kth)))
         if not self.scale_ > 0:
@@ -176,37 +202,14 @@ class GaussianAffinity(BaseEstimator):
             )
         return self
 
-    def fit_labels(self, x, labels, x_train, seed=0):
-        """Semi-supervised, after ``fit``: fit the classifier of the labeled
-        rows of x alone (``labels`` >= 0; ``label_classifier_``) and take
-        distances from then on in ``embedding`` extended by its scores
-        (``label_scores_``, a ``labelscores.LabelScores``), with the kernel
-        width measured on ``x_train``. Nothing with ``label_strength``
-        0, without labels, or with every point labeled (the labeled pairs
-        are then the whole affinity of a minibatch). A second call replaces
-        the first's classifier. Returns self."""
-        self.forget_labels()
-        labeled = np.asarray(labels) >= 0
-        if self.label_strength == 0 or labeled.all() or not labeled.any():
-            return self
-        classifier = fit_label_classifier(self.embed_all(np.asarray(x)[labeled]),
-                                          np.asarray(labels)[labeled], seed=seed)
-        width = kernel_width(self, x_train, seed=seed)
-        self.label_scores_ = LabelScores(self.embedding, classifier, self.label_strength, width)
-        self.label_classifier_ = classifier
-        return self
-
-    def forget_labels(self):
-        """Drop ``label_scores_`` and ``label_classifier_``: distances are
-        taken in ``embedding`` again."""
-        for name in ("label_scores_", "label_classifier_"):
-            self.__dict__.pop(name, None)
+    def coordinates(self, z, index=None):
+        """The embedding of the points z (their row numbers are not needed)."""
+        return self.embed_all(z)
 
     def embedder(self):
-        """The map from a point to the coordinates its distances are taken in:
-        ``label_scores_`` once ``fit_labels`` has set it, else ``embedding``
-        (None: the point itself)."""
-        return getattr(self, "label_scores_", self.embedding)
+        """The map from a point to the coordinates its distances are taken
+        in (None: the point itself)."""
+        return self.embedding
 
     def _scales(self, nbr_sq_dists):
         """Per-point scales (column vector) for the kernel."""
@@ -215,20 +218,7 @@ class GaussianAffinity(BaseEstimator):
         return tf.sqrt(tf.maximum(nbr_sq_dists[:, self.scale_nbr], 1e-12))[:, None]
 
     def ranks(self):
-        """The neighbour-rank parameters (name -> rank), the ones that depend
-        on the sample density: ``for_full_data`` scales them, and a run's
-        record names the exact reference's graph by them."""
         return {"scale_nbr": self.scale_nbr}
-
-    def full_data_ranks(self, n_samples, batch_size):
-        """The neighbour ranks of ``for_full_data(n_samples, batch_size)``
-        (each rank scaled by n_samples / batch_size); needs no fitted scale."""
-        if not 1 <= batch_size <= n_samples:
-            raise ValueError(
-                f"batch_size must be in [1, n_samples={n_samples}], got batch_size={batch_size}."
-            )
-        return {key: min(int(round(value * n_samples / batch_size)), n_samples - 1)
-                for key, value in self.ranks().items()}
 
     def for_full_data(self, n_samples, batch_size):
         """The affinity on all ``n_samples`` points that minibatches sample.
@@ -247,21 +237,13 @@ class GaussianAffinity(BaseEstimator):
                 "for_full_data needs a fitted affinity with scale='global': its scale is "
                 "measured on minibatch-sized samples. Call fit(x, batch_size) first."
             )
-        ranks = self.full_data_ranks(n_samples, batch_size)
-        full = type(self)(scale=self.scale, embedding=self.embedding,
-                          n_scale_batches=self.n_scale_batches,
-                          label_strength=self.label_strength, **ranks)
+        full = type(self)(**{**self.get_params(deep=False),
+                             **self.full_data_ranks(n_samples, batch_size)})
         if self.scale == "global":
             full.scale_ = self.scale_
-        if hasattr(self, "label_scores_"):
-            full.label_scores_, full.label_classifier_ = self.label_scores_, self.label_classifier_
         return full
 
     # -- affinity of a minibatch ------------------------------------------
-    def __call__(self, x):
-        """W of a minibatch of raw points x (embedded first, if an embedding is set)."""
-        return self.kernel_matrix(tf.cast(self.embed(x), tf.float32))
-
     def embed_all(self, x):
         """The embedding of every row of x, once (numpy float32)."""
         return map_batches(self.embedder(), x)
@@ -344,7 +326,7 @@ class GaussianKNNAffinity(GaussianAffinity):
     ----------
     n_nbrs : int, default=10
         Neighbours each point is connected to.
-    scale_nbr, scale, embedding, n_scale_batches, label_strength, group_weight
+    scale_nbr, scale, embedding, n_scale_batches
         As in ``GaussianAffinity``.
 
     Examples
@@ -357,10 +339,13 @@ class GaussianKNNAffinity(GaussianAffinity):
     ((100, 100), True)
     """
 
-    def __init__(self, n_nbrs=10, scale_nbr=3, scale="global", embedding=None, n_scale_batches=10,
-                 label_strength=8.0, group_weight="balanced"):
-        super().__init__(scale_nbr, scale, embedding, n_scale_batches, label_strength,
-                         group_weight)
+    _parameter_constraints = {
+        **GaussianAffinity._parameter_constraints,
+        "n_nbrs": [Interval(numbers.Integral, 1, None, closed="left")],
+    }
+
+    def __init__(self, n_nbrs=10, scale_nbr=3, scale="global", embedding=None, n_scale_batches=10):
+        super().__init__(scale_nbr, scale, embedding, n_scale_batches)
         self.n_nbrs = n_nbrs
 
     def n_neighbors_needed(self):
@@ -368,10 +353,6 @@ class GaussianKNNAffinity(GaussianAffinity):
 
     def ranks(self):
         return {"n_nbrs": self.n_nbrs, "scale_nbr": self.scale_nbr}
-
-    def check_params(self, batch_size=None):
-        check_int("n_nbrs", self.n_nbrs, 1)
-        super().check_params(batch_size)
 
     def _threshold(self, nbr_d2):
         # j is a neighbour of i if no farther than i's n_nbrs-th neighbour.
@@ -451,23 +432,21 @@ def check_graph(graph, n_samples):
     return w.astype(np.float32)
 
 
-class PrecomputedAffinity(BaseEstimator):
+class PrecomputedAffinity(Affinity):
     """The user's own graph W over the training points:
     ``SpectralNet(affinity="precomputed").fit(X, graph=W)``.
 
     A minibatch's affinity is W's submatrix on its points. Its coordinates
-    (the ``z`` of ``kernel_matrix``) are the points' row indices in X, one
-    float32 column (``coordinates``), so training gathers, shards and
-    all-gathers them as it does any other coordinates. The submatrix is
-    looked up in W's compressed rows: O(m log m + edges of the batch's rows)
-    per minibatch, whatever n. A sparse W over n points keeps about
-    ``degree * m / n`` of a point's edges in a minibatch of m: a minibatch
-    large against n / degree keeps the graph connected.
+    are the points' row numbers in X, one float32 column (``coordinates``),
+    so training gathers, shards and all-gathers them as it does any other
+    coordinates. The submatrix is looked up in W's compressed rows:
+    O(m log m + edges of the batch's rows) per minibatch, whatever n. A
+    sparse W over n points keeps about ``degree * m / n`` of a point's edges
+    in a minibatch of m: a minibatch large against n / degree keeps the
+    graph connected.
 
     The diagonal of W (self loops) is ignored, as the Gaussian affinities
-    have none. There are no parameters; ``fit`` takes the graph. With
-    ``groups``, a pair of one group gets the "balanced" weight (as
-    ``GaussianAffinity``'s default ``group_weight``).
+    have none. There are no parameters; ``fit`` takes the graph.
 
     Attributes
     ----------
@@ -475,9 +454,15 @@ class PrecomputedAffinity(BaseEstimator):
         The checked graph (float32, no diagonal).
     """
 
+    takes_graph = True
+    subsampled = False
     embedding = None
     scale_ = None
-    group_weight = "balanced"
+
+    def graph_of(self, coords):
+        """W's rows and columns of the points ``coords`` names (sparse CSR)."""
+        rows = np.asarray(coords, np.float64)[:, 0].round().astype(np.int64)
+        return self.graph_[rows][:, rows]
 
     def n_neighbors_needed(self):
         """Every point of a minibatch needs another point beside it."""
@@ -488,45 +473,28 @@ class PrecomputedAffinity(BaseEstimator):
         if batch_size is not None and batch_size < 2:
             raise ValueError(f"A minibatch needs two points, got batch_size={batch_size}.")
 
-    def ranks(self):
-        return {}
-
-    def full_data_ranks(self, n_samples, batch_size):
-        return {}
-
     def for_full_data(self, n_samples, batch_size):
         """The graph itself: minibatches sample W's submatrices, so W is the
         graph whose eigenvectors the net approximates."""
         return self
 
-    def embedder(self):
-        """None: the coordinates are the row indices themselves."""
-        return None
+    def coordinates(self, z, index):
+        """Each point's row number in X (and W), as a float32 column."""
+        return np.asarray(index, np.float32)[:, None]
 
-    @staticmethod
-    def coordinates(n_samples):
-        """The coordinates ``kernel_matrix`` reads: each point's row index."""
-        return np.arange(n_samples, dtype=np.float32)[:, None]
-
-    def fit(self, x, batch_size, seed=0, graph=None):
-        """Keep ``graph`` (checked by ``check_graph`` against the
-        ``len(x)`` points, ``x`` their coordinates) for the minibatches."""
+    def fit(self, z, batch_size, seed=0, graph=None):
+        """Keep ``graph`` (checked by ``check_graph`` against the ``len(z)``
+        points) for the minibatches."""
         del seed  # nothing random here
         self.check_params(batch_size)
         if graph is None:
             raise ValueError("affinity='precomputed' needs the graph: fit(X, graph=W).")
-        self.graph_ = check_graph(graph, len(x))
+        self.graph_ = check_graph(graph, len(z))
         self._cols = tf.RaggedTensor.from_row_splits(
             tf.constant(self.graph_.indices, tf.int32), tf.constant(self.graph_.indptr, tf.int64))
         self._vals = tf.RaggedTensor.from_row_splits(
             tf.constant(self.graph_.data, tf.float32), tf.constant(self.graph_.indptr, tf.int64))
         return self
-
-    def embed_all(self, x):
-        return np.asarray(x, np.float32)
-
-    def __call__(self, x):
-        return self.kernel_matrix(tf.cast(x, tf.float32))
 
     def kernel_matrix(self, z):
         """W's submatrix on the points whose indices ``z`` holds (m, 1): (m, m),
@@ -557,52 +525,3 @@ class PrecomputedAffinity(BaseEstimator):
 
 AFFINITIES = {"knn": GaussianKNNAffinity, "full": FullGaussianAffinity,
               "precomputed": PrecomputedAffinity}
-
-
-def check_labels(partial_labels, n, n_clusters):
-    """Semi-supervised labels as int64, -1 for unlabeled (all -1 if None)."""
-    if partial_labels is None:
-        return np.full(n, -1, dtype=np.int64)
-    labels = np.asarray(partial_labels)
-    if labels.shape != (n,):
-        raise ValueError(
-            f"partial_labels must have shape (n_samples,) = ({n},), got "
-            f"partial_labels.shape={labels.shape}."
-        )
-    if np.issubdtype(labels.dtype, np.floating):
-        # Whole numbers stored as floats (e.g. 1.0, -1.0) are accepted.
-        fractional = ~np.isfinite(labels) | (labels != np.round(labels))
-        if fractional.any():
-            i = int(np.argmax(fractional))
-            raise ValueError(
-                "partial_labels must hold integers (a cluster in [0, n_clusters) for labeled "
-                f"points, -1 for the others), got partial_labels[{i}]={labels[i].item()!r} "
-                f"({int(fractional.sum())} such values)."
-            )
-    elif not np.issubdtype(labels.dtype, np.integer) or labels.dtype == bool:
-        raise ValueError(
-            "partial_labels must hold integers (a cluster in [0, n_clusters) for labeled "
-            f"points, -1 for the others), got dtype={labels.dtype} (e.g. "
-            f"partial_labels[0]={labels[0].item()!r})."
-        )
-    bad = (labels < -1) | (labels >= n_clusters)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise ValueError(
-            f"partial_labels must lie in [-1, n_clusters={n_clusters}), got "
-            f"partial_labels[{i}]={labels[i]} ({int(bad.sum())} such values)."
-        )
-    return labels.astype(np.int64)
-
-
-def apply_labels(w, labels):
-    """Semi-supervised affinity (paper Sec. 5.3): pairs of labeled points get 1
-    (same label) or 0 (different labels); other pairs keep ``w``. ``labels``
-    holds -1 for unlabeled points. The diagonal stays 0. In a replica of a
-    ``tf.distribute`` strategy ``w`` holds this replica's rows of W
-    (``kernel_matrix``) and ``labels`` those of the whole minibatch."""
-    rows = distribute.local_part(labels)
-    both = tf.logical_and(rows[:, None] >= 0, labels[None, :] >= 0)
-    same = tf.cast(tf.equal(rows[:, None], labels[None, :]), w.dtype)
-    off_diag = 1.0 - distribute.local_eye(labels.shape[0] or tf.shape(labels)[0], w.dtype)
-    return tf.where(both, same * off_diag, w)

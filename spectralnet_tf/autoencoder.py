@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from . import distribute
 from .losses import nt_xent
-from .train import PlateauSchedule, run_epochs
+from .callbacks import Checkpoint, ProgressBar, Training, run_epochs
 from .views import translate
 
 ENCODER_NAMES = ("encoder1", "encoder2", "encoder3", "encoder4")
@@ -238,7 +238,7 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
     With ``invariance_weight`` > 0 and ``deform`` (a function ``(x, epoch) ->
     x`` with each row deformed, epochs from 0, deterministic in its arguments
     so that a resumed run and every worker draw the same; e.g.
-    ``infimnist.redeform``) each epoch's deformed rows are second views: the
+    the harness's ``infimnist.redeform``) each epoch's deformed rows are second views: the
     autoencoder reconstructs x itself, and the loss adds ``invariance_weight``
     times ``losses.nt_xent`` (at ``temperature``) of each row's code against
     its deformed view's code, the batch's other codes being the ones to tell
@@ -286,7 +286,6 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
     with strategy.scope():
         optimizer = keras.optimizers.Adam(learning_rate)
         optimizer.build(autoencoder.trainable_variables)
-    schedule = PlateauSchedule(optimizer, patience=np.inf)  # constant learning rate
 
     def mse(batch):
         return tf.reduce_mean(tf.square(autoencoder(batch, training=True) - batch))
@@ -363,8 +362,9 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
     def validation_loss():
         return mse(val)
 
-    return run_epochs(epoch_with_views, validation_loss, schedule, epochs, verbose,
-                      name="Autoencoder", strategy=strategy,
-                      checkpointer=checkpointer,
-                      objects={"model": list(autoencoder.variables), "optimizer": optimizer,
-                               "generator": generator})
+    # A constant learning rate: no schedule among the callbacks.
+    callbacks = [ProgressBar(verbose)]
+    if checkpointer is not None:
+        callbacks.append(Checkpoint(checkpointer))
+    training = Training("Autoencoder", autoencoder, optimizer, generator, epochs, strategy)
+    return run_epochs(training, epoch_with_views, validation_loss, callbacks)

@@ -1,7 +1,7 @@
 """The ``spectralnet`` command: cluster your own data.
 
     spectralnet fit DATA --n-clusters K --out DIR [hyper-parameter flags]
-    spectralnet predict DIR DATA [-o FILE] [--views shift|deform [--n-views N]]
+    spectralnet predict DIR DATA [-o FILE]
     spectralnet transform DIR DATA [-o FILE]
     spectralnet export DIR EXPORT_DIR [--name NAME]
 
@@ -34,11 +34,6 @@ LAPLACIANS = ("unnormalized", "normalized")  # as spectralnet_tf.losses.LAPLACIA
 LABELS_FILE, SUMMARY_FILE = "labels.csv", "summary.json"
 EMBEDDING_PNG, SPECTRUM_PNG = "embedding.png", "spectrum.png"
 
-#: The views the command line offers (``views.VIEWS`` less "redraw", which needs
-#: infinite MNIST's own row numbers), and what they do.
-VIEW_NAMES = ("shift", "deform")
-VIEWS_HELP = ("shift: square images moved by up to 2 pixels; deform: 28x28 digits deformed by "
-              "infinite MNIST's law")
 DATA_HELP = ("a .npy file; .npz (its only array, or --key NAME, or FILE.npz:NAME); .csv or "
              ".tsv of numbers (a non-numeric first row is a header); or FILE.h5:DATASET "
              "(HDF5, read from disk as needed)")
@@ -154,14 +149,10 @@ def build_parser():
     hyper.add_argument("--laplacian", choices=LAPLACIANS, help="graph Laplacian")
     hyper.add_argument("--siamese", action="store_true",
                        help="measure distances with a Siamese net trained on neighbour pairs")
-    hyper.add_argument("--views", choices=VIEW_NAMES,
+    hyper.add_argument("--views", choices=("shift",),
                        help="a transformation the clusters survive: the Siamese net (implied) "
-                            "also pairs each point with transformed copies of itself. "
-                            + VIEWS_HELP)
-    hyper.add_argument("--graph-views", type=_int_at_least(0), metavar="N",
-                       help="with --views: N transformed copies of each row join SpectralNet's "
-                            "training set, each joined to its row, so that the net learns to "
-                            "embed the kind of copies predict --views averages over; default 0")
+                            "also pairs each point with transformed copies of itself. shift: "
+                            "square images moved by up to 2 pixels")
     hyper.add_argument("--siamese-max-samples", type=_int_at_least(2), metavar="N",
                        help="build the Siamese net's pairs on at most N rows drawn at random "
                             "(implies the Siamese net; default: every row). Its training "
@@ -184,13 +175,6 @@ def build_parser():
         cmd.add_argument("data", metavar="DATA", help=DATA_HELP)
         cmd.add_argument("--key", metavar="NAME", help="the array of an .npz DATA file")
         cmd.add_argument("-o", "--output", metavar="FILE", help=output)
-        if name == "predict":
-            cmd.add_argument("--views", choices=VIEW_NAMES,
-                             help="test-time augmentation: each row's cluster from the mean of "
-                                  "its embedding and those of transformed copies of it. "
-                                  + VIEWS_HELP)
-            cmd.add_argument("--n-views", type=_int_at_least(1), metavar="N",
-                             help="copies per row with --views (default 9: ten embeddings)")
         cmd.set_defaults(func=cmd_predict if name == "predict" else cmd_transform)
 
     export = sub.add_parser(
@@ -231,15 +215,11 @@ def estimator_params(args):
             raise UsageError(f"--graph {args.graph} is taken as given; {siamese_flags[0]} "
                              "learns the distances of a Gaussian graph: give one or the other.")
         params["affinity"] = "precomputed"
-    if args.graph_views and not args.views:
-        raise UsageError(f"--graph-views {args.graph_views} trains on the views; it goes "
-                         f"with --views {'|'.join(VIEW_NAMES)}.")
     if args.views or args.siamese_max_samples:
         from .siamese import SiameseEmbedding
 
-        params["affinity_embedding"] = SiameseEmbedding(
-            views=args.views, max_samples=args.siamese_max_samples,
-            graph_views=args.graph_views or 0)
+        params["affinity_embedding"] = SiameseEmbedding(views=args.views,
+                                                        max_samples=args.siamese_max_samples)
     elif args.siamese:
         params["affinity_embedding"] = "siamese"
     if args.verbose:
@@ -305,15 +285,8 @@ def cmd_fit(args):
 
 
 def cmd_predict(args):
-    if args.n_views is not None and args.views is None:
-        raise UsageError(f"--n-views {args.n_views} goes with --views {'|'.join(VIEW_NAMES)}.")
     net, x = _model_and_data(args)
-    if args.views is None:
-        labels = _user_call(net.predict, x)
-    else:
-        labels = _user_call(net.predict, x, views=args.views, n_views=args.n_views,
-                            what=f"--views {args.views}")
-    write_labels(labels, args.output)
+    write_labels(_user_call(net.predict, x), args.output)
     return 0
 
 

@@ -135,19 +135,6 @@ def mnist(seed=0, data_dir=None):
     return x, np.concatenate([y_train, y_test]).astype(np.int64)
 
 
-def infimnist(seed=0, data_dir=None, n=70000, start=0):
-    """Infinite MNIST (``infimnist.InfiMNIST``): rows ``start .. start + n``,
-    MNIST's 70,000 digits first, then deformed training digits, generated a
-    slice at a time (never all in memory), and their labels. The data set is
-    fixed: ``seed`` is ignored, as for ``mnist``. Reads ``mnist.npz`` as
-    ``mnist`` does."""
-    from .infimnist import InfiMNIST
-
-    images, labels = mnist(data_dir=data_dir)
-    source = InfiMNIST(images, labels, n, start)
-    return source, source.labels
-
-
 #: The file ``scripts/make_reuters.py`` writes, looked up in the data folder.
 REUTERS_FILE = "reuters.h5"
 
@@ -234,7 +221,6 @@ DATASETS = {
     "rings3d": (rings3d, 2),
     "digits": (digits, 10),
     "mnist": (mnist, 10),
-    "infimnist": (infimnist, 10),
     "reuters": (reuters, 4),
 }
 
@@ -245,6 +231,6 @@ def load_dataset(name, seed=0, **kwargs):
         raise ValueError(f"Unknown dataset {name!r}; choose one of {sorted(DATASETS)}.")
     make, n_clusters = DATASETS[name]
     x, y = make(seed=seed, **kwargs)
-    if not is_lazy(x):  # on-disk (Reuters) or generated (infimnist) rows stay lazy
+    if not is_lazy(x):  # on-disk rows (Reuters) stay lazy
         x = np.asarray(x, dtype=np.float32)
     return x, np.asarray(y, dtype=np.int64), n_clusters

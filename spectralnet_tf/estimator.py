@@ -15,33 +15,29 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
 from . import distribute as dist
-from .checks import check_choice, check_int, check_positive, check_real, check_units
-from .affinity import (AFFINITIES, GaussianAffinity, PrecomputedAffinity, check_graph,
-                       check_labels)
-from .checkpoint import Checkpointer, check_fingerprint, digest, fingerprint
+from .affinity import AFFINITIES, Affinity, check_graph
+from .callbacks import (Checkpoint, Convergence, GrassmannMonitor, IterationCount,
+                        PlateauSchedule, ProgressBar, TensorBoardLog)
 from .centroids import NORMALIZE_ROWS, assign, fit_centroids, unit_rows
+from .checkpoint import Checkpointer, check_fingerprint, digest, fingerprint
+from .checks import (Callable, HasMethods, InstanceOf, Interval, Options, Units, check, check_int,
+                     validate_params)
+from .constraints import GroupConstraint, LabelConstraint, check_partial_labels
 from .export import export_saved_model, load_estimator, part_to_json, save_estimator
-from .labelscores import check_two_classes
+from .groups import check_groups, group_means
+from .labelscores import label_coordinates
+from .initializers import INITIALIZERS
 from .losses import LAPLACIANS
 from .metrics import label_permutation
-from .nclusters import Eigengap
+from .nclusters import Eigengap, FixedClusters
 from .networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
-from .groups import check_groups, group_means
-from .siamese import SiameseEmbedding
-from .streaming import (dataset_batches, dataset_rows, is_dataset, is_lazy, map_batches,
-                        spooled)
-from .summaries import EpochLog, write_phase_seconds
-from .train import GRADIENTS, INITS, check_label_classifier, train_spectralnet
-from .views import ViewRows, make_view, view_seeds
+from .siamese import FixedEmbedding, SiameseEmbedding
+from .streaming import dataset_batches, dataset_rows, is_dataset, is_lazy, map_batches, spooled
+from .summaries import write_phase_seconds
+from .train import Config, Data, train_spectralnet
 
 #: Default minibatch size (paper: 1024 on MNIST); clipped for small data.
 DEFAULT_BATCH_SIZE = 1024
-#: Copies per point ``predict(views=...)`` averages beside the point: ten
-#: embeddings, as Krizhevsky, Sutskever & Hinton (2012) averaged ten crops.
-DEFAULT_N_VIEWS = 9
-#: Rows whose copies ``predict(views=...)`` embeds at once (with the copies:
-#: this times n_views + 1 embeddings in memory).
-VIEW_CHUNK = 65536
 #: Fewest iterations per epoch when steps_per_epoch is None.
 MIN_STEPS_PER_EPOCH = 50
 #: max_epochs="auto": epochs for this many iterations, within these bounds.
@@ -86,6 +82,18 @@ def check_rows(X, name="X"):
     return X
 
 
+def count_distinct_rows(X, at_most, chunk=4096):
+    """How many distinct rows X has, counted up to ``at_most`` (a chunk at
+    a time, so that a large X with many distinct rows is not read whole)."""
+    seen = set()
+    for start in range(0, len(X), chunk):
+        block = np.ascontiguousarray(X[start:start + chunk])
+        seen.update(map(bytes, block))
+        if len(seen) >= at_most:
+            break
+    return min(len(seen), at_most)
+
+
 def _is_auto(value):
     return isinstance(value, str) and value == "auto"
 
@@ -96,22 +104,8 @@ def _seed(random_state):
     RandomState goes through ``check_random_state`` (None: numpy's global
     RandomState) and one integer is drawn from it."""
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        if random_state < 0:
-            raise ValueError(f"random_state must be >= 0, got random_state={random_state!r}.")
         return int(random_state)
-    try:
-        return int(check_random_state(random_state).randint(0, 2**31 - 1))
-    except ValueError:
-        raise ValueError(
-            "random_state must be None, an integer >= 0 or a numpy RandomState, got "
-            f"random_state={random_state!r}."
-        ) from None
-
-
-def graph_views(embedding):
-    """Views of each training point that join F_theta's training set: the
-    Siamese ``embedding``'s ``graph_views`` (0 for any other)."""
-    return embedding.graph_views if isinstance(embedding, SiameseEmbedding) else 0
+    return int(check_random_state(random_state).randint(0, 2**31 - 1))
 
 
 class Plan(NamedTuple):
@@ -121,7 +115,6 @@ class Plan(NamedTuple):
     n_val: int
     n_train: int
     batch_size: int
-    ortho_batch_size: int
     steps_per_epoch: int
     max_epochs: int
     hidden_units: tuple
@@ -147,66 +140,52 @@ def auto_max_epochs(steps_per_epoch):
     return int(np.clip(-(-AUTO_ITERATIONS // steps_per_epoch), MIN_AUTO_EPOCHS, MAX_AUTO_EPOCHS))
 
 
-def make_affinity(affinity, embedding=None):
-    """An unfitted affinity object from ``SpectralNet``'s ``affinity``: a name
-    ("knn", "full": the class with its defaults) or a copy of an affinity
-    object, with ``embedding`` set when one is given. ValueError otherwise."""
-    if isinstance(affinity, str):
-        if affinity not in AFFINITIES:
-            raise ValueError(f"affinity must be one of {tuple(AFFINITIES)} or an affinity object "
-                             f"such as GaussianKNNAffinity(), got affinity={affinity!r}.")
-        part = AFFINITIES[affinity]()
-    elif isinstance(affinity, (GaussianAffinity, PrecomputedAffinity)):
-        part = _unfitted_copy(affinity)
-    else:
-        raise ValueError(
-            f"affinity must be one of {tuple(AFFINITIES)} or an affinity object (e.g. "
-            f"GaussianKNNAffinity(n_nbrs=10)), got affinity={affinity!r}.")
-    if embedding is not None:
-        part.set_params(embedding=embedding)
-    return part
-
-
-def make_affinity_embedding(embedding):
-    """``SpectralNet``'s ``affinity_embedding`` as used by ``fit``: None, an
-    unfitted ``SiameseEmbedding`` ("siamese": the defaults; an object: a
-    copy), or the callable itself. ValueError otherwise."""
-    if embedding is None:
-        return None
-    if isinstance(embedding, str):
-        if embedding != "siamese":
-            raise ValueError("affinity_embedding must be None, 'siamese', a SiameseEmbedding or a "
-                             f"callable, got affinity_embedding={embedding!r}.")
-        return SiameseEmbedding()
-    if isinstance(embedding, SiameseEmbedding):
-        return _unfitted_copy(embedding)
-    if callable(embedding):
-        return embedding
-    raise ValueError("affinity_embedding must be None, 'siamese', a SiameseEmbedding or a "
-                     f"callable, got affinity_embedding={embedding!r}.")
-
-
 def _unfitted_copy(part):
     """A new object with ``part``'s parameters (shared, not copied: an
     embedding stays the same net), without its fitted state."""
     return type(part)(**part.get_params(deep=False))
 
 
+def make_affinity(affinity, embedding=None):
+    """An unfitted affinity object from ``SpectralNet``'s ``affinity``: a name
+    ("knn", "full", "precomputed": the class with its defaults) or a copy of
+    an ``Affinity``, with ``embedding`` set when one is given."""
+    part = AFFINITIES[affinity]() if isinstance(affinity, str) else _unfitted_copy(affinity)
+    if embedding is not None:
+        part.set_params(embedding=embedding)
+    return part
+
+
+def make_affinity_embedding(embedding):
+    """``SpectralNet``'s ``affinity_embedding`` as ``fit`` uses it: None, an
+    unfitted ``SiameseEmbedding`` ("siamese": the defaults; an object: a
+    copy), or a ``FixedEmbedding`` of a callable."""
+    if embedding is None:
+        return None
+    if isinstance(embedding, str):
+        return SiameseEmbedding()
+    if isinstance(embedding, BaseEstimator):
+        return _unfitted_copy(embedding)
+    return FixedEmbedding(embedding)
+
+
 def make_n_clusters(n_clusters):
-    """``SpectralNet``'s ``n_clusters`` as used by ``fit``: an int as it is,
-    or an unfitted ``Eigengap`` ("auto": the defaults; an object: a copy).
-    ValueError otherwise."""
-    if isinstance(n_clusters, str) and n_clusters == "auto":
+    """``SpectralNet``'s ``n_clusters`` as ``fit`` uses it: a chooser of k,
+    ``FixedClusters`` for an int, an unfitted ``Eigengap`` ("auto": the
+    defaults; an object: a copy)."""
+    if isinstance(n_clusters, str):
         return Eigengap()
-    if isinstance(n_clusters, Eigengap):
+    if isinstance(n_clusters, BaseEstimator):
         return _unfitted_copy(n_clusters)
-    check_int("n_clusters", n_clusters, 1)
-    return n_clusters
+    return FixedClusters(n_clusters)
 
 
 #: Parameters that hold an object with parameters of its own (nested keys).
-PARTS = {"affinity": make_affinity, "affinity_embedding": make_affinity_embedding,
+PARTS = {"affinity": lambda v: make_affinity(v),
+         "affinity_embedding": make_affinity_embedding,
          "n_clusters": make_n_clusters}
+_POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
+_POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
 
 
 class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
@@ -214,234 +193,134 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     """Spectral clustering with a deep network (Shaham et al., ICLR 2018).
 
     A network F_theta maps each point to an approximation of the k smallest
-    eigenvectors of the graph Laplacian of the data; it is trained by
-    Algorithm 1 of the paper (alternating orthogonalization and gradient steps
-    on random minibatches). k-means on the embedding gives the clusters; new
-    points are assigned to the nearest k-means centroid (out-of-sample
-    extension).
+    eigenvectors of the graph Laplacian of the data, trained by Algorithm 1
+    of the paper (alternating orthogonalization and gradient steps on random
+    minibatches). k-means on the embedding's rows, scaled to unit length,
+    gives the clusters; a new point goes through the net to the nearest
+    centroid (out-of-sample extension).
 
-    The affinity and the learned distance it may use are objects with
-    parameters of their own (``GaussianKNNAffinity``, ``SiameseEmbedding``).
-    Their parameters are reached with nested keys, as in scikit-learn
-    pipelines: ``set_params(affinity__n_nbrs=5)``, a ``GridSearchCV`` or
-    ``ParameterGrid`` over ``{"affinity__n_nbrs": [5, 10]}``. Such a key
-    never changes the object that was passed in: the part is replaced by a
-    copy with the new value, and a name ("knn", "siamese") is first replaced
-    by the object it names, with its defaults.
+    The graph's parts are objects with parameters of their own
+    (``GaussianKNNAffinity``, ``SiameseEmbedding``, ``Eigengap``), reached
+    with nested keys as in scikit-learn pipelines
+    (``set_params(affinity__n_nbrs=5)``, grids over ``affinity__n_nbrs``).
+    A nested key never changes the object that was passed in: the part is
+    replaced by a copy with the new value. docs/python.md explains each
+    parameter's role; docs/training.md, the training.
 
     Parameters
     ----------
     n_clusters : int, "auto" or Eigengap, default=2
-        Number of clusters k (>= 1), also the embedding dimension. "auto"
-        (``Eigengap()``) or an ``Eigengap(...)``: k is chosen in ``fit``,
-        before F_theta is built, by the largest eigengap of the training
-        graph's normalized Laplacian on a subsample (``nclusters``); the
-        choice is ``n_clusters_``, its spectrum ``eigenvalues_``.
+        Number of clusters k, also the embedding's width. "auto" or an
+        ``Eigengap``: k chosen in ``fit`` by the largest eigengap of the
+        training graph (``n_clusters_``, ``eigenvalues_``).
     hidden_units : tuple of int or "auto", default="auto"
         ReLU layers of F_theta; a layer of size k and Orthonorm follow.
-        "auto": ``(w, w, w/2)`` with w from the input width d and n
-        (``auto_hidden_units``): 256 up to 32 features, 512 up to 256, 1024
-        (the paper's net) above; no wider than the power of two at or above
-        n/4, for small data.
+        "auto": ``(w, w, w/2)`` with w from the input width and n
+        (``auto_hidden_units``).
     output_activation : {"tanh", "linear"}, default="tanh"
-        Activation of that size-k layer. "tanh" is the paper's (Table 3);
-        "linear" leaves the outputs unbounded. The MNIST configuration uses
-        "linear": on MNIST's codes it clustered far more accurately.
-    affinity : {"knn", "full", "precomputed"} or affinity object, default="knn"
-        How a minibatch's affinity matrix W is built. "knn":
-        ``GaussianKNNAffinity()``, the Gaussian kernel on the kNN graph of a
-        minibatch (paper Eq. 4; 10 neighbours, scale: the median distance to
-        the 3rd neighbour); "full": ``FullGaussianAffinity()``, between all
-        pairs; "precomputed": ``PrecomputedAffinity()``, the user's own graph
-        over the training points, ``fit(X, graph=W)``, each minibatch using
-        W's submatrix. An object sets its parameters, e.g.
-        ``GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local")``; it is
-        copied, never fitted itself (the fitted copy is ``affinity_``). Its
-        ``embedding`` must be None when ``affinity_embedding`` is set.
+        Activation of the size-k layer ("tanh": the paper's Table 3).
+    affinity : {"knn", "full", "precomputed"} or Affinity, default="knn"
+        The graph a minibatch trains on. "knn": ``GaussianKNNAffinity()``,
+        "full": ``FullGaussianAffinity()``, "precomputed":
+        ``PrecomputedAffinity()``, the user's own graph,
+        ``fit(X, graph=W)``. An object sets its parameters; it is copied,
+        never fitted itself (the fitted copy is ``affinity_``).
     laplacian : {"unnormalized", "normalized"}, default="unnormalized"
-        ``D - W`` (paper Eq. 3), or ``I - D^-1/2 W D^-1/2`` (paper Eq. 5).
+        ``D - W`` (paper Eq. 3) or ``I - D^-1/2 W D^-1/2`` (Eq. 5).
     batch_size : int or None, default=None
-        Minibatch size m of the gradient steps. None: min(1024, n_train), with
-        n_train the points left after the validation hold-out. A value larger
-        than n_train is refused with a ValueError (not clipped).
-    ortho_batch_size : int or None, default=None
-        Minibatch size of the orthogonalization steps; None: batch_size.
+        Points in a minibatch (of the gradient steps and of the
+        orthogonalization steps alike); None: min(1024, n_train).
     learning_rate : float, default=1e-3
         Initial RMSprop learning rate.
     patience : int, default=10
-        Epochs without validation improvement before the rate is divided by 10.
+        Epochs without a lower validation loss before the rate is divided by 10.
     min_lr : float, default=1e-8
-        Training stops when the rate reaches it: the validation loss has
-        stopped improving through that many divisions.
+        Training stops when the rate reaches it.
     max_epochs : int or "auto", default="auto"
-        Upper bound on the number of epochs. "auto": as many as give 2,500
-        iterations (``AUTO_ITERATIONS``) at the resolved ``steps_per_epoch``,
-        at least 20 and at most 100 (``auto_max_epochs``): small data sets,
-        whose epochs are the 50-step floor, get 50 epochs; large ones, whose
-        epochs are passes over the data, 20 passes or more.
+        Most epochs; "auto": as many as give ``AUTO_ITERATIONS`` iterations,
+        within [20, 100] (``auto_max_epochs``).
     steps_per_epoch : int or None, default=None
-        Iterations (ortho + gradient step) per epoch. None:
-        max(n_train * (1 + graph_views) // batch_size, 50), with the Siamese
-        ``graph_views`` (0 without them): a pass over the data, and on small
-        data sets enough steps that ``patience`` spans hundreds of
-        iterations, so that the schedule does not stop a net that is still
-        leaving a saddle.
-    gradient : {"projected", "plain"}, default="projected"
-        How gradient steps treat the orthonormality constraint. Both hold the
-        Orthonorm weight constant (no gradient through the Cholesky).
-        "projected" projects the gradient onto the constraint's tangent space;
-        "plain" is Algorithm 1 as printed, whose outputs shrink towards 0.
+        Iterations per epoch; None: a pass over the training points, at
+        least ``MIN_STEPS_PER_EPOCH``.
+    tol : float, default=0.0
+        Stop once the validation loss has not fallen by more than this share
+        of itself for ``patience`` epochs (``callbacks.Convergence``): training
+        has converged. 0: train until ``min_lr`` or ``max_epochs``.
     init : {"random", "spectral"}, default="random"
-        How F_theta starts. "random": Glorot weights, as in the paper.
-        "spectral": then fitted by least squares to the exact eigenvectors of
-        the graph on a random subsample of 4,096 training points (at least
-        one minibatch; all of them if there are fewer), so that Algorithm 1
-        starts near the minimum of its loss rather than where it can stop on
-        a saddle (``train.spectral_warm_start``). An epoch of Algorithm 1
-        that ends more than half a direction from that start, and farther
-        than it began, is undone and the learning rate cut by 10, unless
-        that would reach ``min_lr`` (``train.near_the_start``). ``history_`` then holds
-        "init_grassmann" and "init_seconds", and per epoch "start_distance"
-        and "undone".
+        How F_theta starts: Glorot weights, or fitted to the exact
+        eigenvectors of a subsample's graph (``initializers.SpectralInit``).
     dtype_policy : {"float32", "mixed_bfloat16", "auto"}, default="float32"
-        Keras dtype policy of F_theta's ReLU layers. "mixed_bfloat16" computes
-        them in bfloat16 (weights stay float32); the size-k layer, Orthonorm,
-        the Cholesky and the loss stay in float32/float64. Faster where the
-        CPU or accelerator has bfloat16 units, slower where it emulates them.
-        "auto": "mixed_bfloat16" where the GPUs (compute capability 8.0 on)
-        or, without a GPU, the CPU (AVX-512 BF16 or AMX) have those units,
-        "float32" elsewhere. This parameter, not Keras's global policy,
-        decides (a given ``encoder`` keeps its own).
+        Keras dtype policy of the ReLU layers; "auto": bfloat16 where the
+        hardware multiplies in it (``hardware``).
     validation_fraction : float, default=0.1
-        Fraction of X held out at random for the validation loss; at least
-        one more point than the affinity's neighbours (small data only).
+        Share of X held out for the validation loss.
     label_weight : float, default=1.0
-        Semi-supervised only (``fit(X, partial_labels=...)``): weight of the
-        cross-entropy of the class targets in the loss (paper Sec. 5.3's
-        closing remark; ``losses.label_loss``: softmax over minus the squared
-        distances to each class's mean output in the minibatch). The targets
-        are the labels, and on a subsample of the unlabeled points the class
-        Poisson learning on the graph gives them (``train.label_targets``).
-        0 turns it off. It helps where the labeled pairs alone leave the cut
-        wrong.
+        With ``partial_labels``: weight of the label term in the loss
+        (``constraints.LabelConstraint``); 0 turns it off.
     labeled_share : float, default=0.0
-        Semi-supervised only: this share of each gradient minibatch is drawn
-        from the labeled points (all of them if there are fewer), the rest
-        uniformly from the others. 0: uniform minibatches. Meant for n much
-        larger than the minibatch, where few labeled points would otherwise
-        fall in a minibatch.
+        With ``partial_labels``: share of each minibatch drawn from the
+        labeled points.
+    group_weight : "balanced" or float, default="balanced"
+        With ``groups``: the affinity of a pair of one group
+        (``constraints.GroupConstraint``); "balanced": the weight that makes
+        their loss term equal the rest at initialisation.
     affinity_embedding : None, "siamese", SiameseEmbedding or callable, default=None
-        None: affinities use Euclidean distances between points (in code space
-        if ``encoder`` is set). "siamese" (``SiameseEmbedding()``) or a
-        ``SiameseEmbedding(...)``: a copy of it, a Siamese net, is trained
-        first on unlabeled nearest-neighbour pairs (paper Sec. 3.2) and
-        distances are taken between its outputs. A callable (e.g. a trained
-        Keras net, kept fixed): distances between its outputs.
+        The distance the affinity measures: Euclidean (None), a Siamese net
+        trained first on nearest-neighbour pairs (paper Sec. 3.2), or a
+        fixed callable (e.g. a trained Keras model).
     encoder : keras.Model or None, default=None
-        A fixed map from raw input to a code space (e.g. the VaDE encoder);
-        SpectralNet and the Siamese net are trained on the codes, computed once.
-        ``model_``, ``transform``, ``predict`` and the exports take raw input.
+        A fixed map from raw input to a code space; everything trains on
+        the codes, and ``model_``, ``predict`` and the exports take raw input.
     checkpoint_dir : str or None, default=None
-        If set, the Siamese and SpectralNet trainings checkpoint after every
-        epoch into ``checkpoint_dir/siamese`` and ``checkpoint_dir/spectral``
-        (weights, optimizer state, learning-rate stage, RNG stream; written
-        atomically). ``fit(..., resume=True)`` continues from them. Under a
-        multi-worker strategy only the chief writes them; the other workers
-        read them on resume (the directory must be shared).
+        Checkpoint each epoch of both trainings there (atomically);
+        ``fit(..., resume=True)`` continues from them.
     log_dir : str or None, default=None
-        If set, TensorBoard event files (``tf.summary``): per epoch, the
-        loss, validation loss, learning rate and seconds of the Siamese
-        training (``log_dir/siamese``) and of SpectralNet's
-        (``log_dir/spectralnet``, with the Grassmann distance when ``fit``
-        gets ``eigvecs``); at the end the seconds of each phase of ``fit``
-        (``log_dir/phases``). ``tensorboard --logdir log_dir`` shows them.
-        Under a multi-worker strategy only the chief writes.
+        TensorBoard curves of both trainings, and each phase's seconds.
     distribute : tf.distribute.Strategy or None, default=None
-        Data-parallel training: each step of Algorithm 1 (and of the Siamese
-        training) runs on the replicas of this strategy, every replica
-        holding an equal shard of the same global minibatch (``batch_size``
-        and ``ortho_batch_size`` must divide by the replica count), and
-        ``transform``/``predict`` embed the rows shard by shard. The global
-        minibatches, and so the result up to float32 rounding, are those of
-        one device. None: the strategy in scope (``with strategy.scope():
-        net.fit(X)``), TensorFlow's default single-device one outside any.
-        A multi-worker strategy must be created, with the same seed and data,
-        in every worker process. Not saved by ``save``.
+        Data-parallel training on this strategy's replicas (docs/distributed.md).
     random_state : int, RandomState instance or None, default=None
-        Seeds the split, the scale estimate, the weights, the minibatches and
-        k-means (through ``sklearn.utils.check_random_state``; None draws
-        from numpy's global RandomState). Equal integer seeds give equal
-        results on the same machine.
+        Seeds the split, the scale, the weights, the minibatches and k-means.
     verbose : int, default=0
-        0: silent; 1: a Keras progress bar over epochs.
+        0: silent; 1: a progress bar over epochs.
 
     Attributes
     ----------
     n_clusters_ : int
         The number of clusters: ``n_clusters``, or the one it chose.
     eigenvalues_ : ndarray of shape (max_clusters + 1,)
-        Only with an ``Eigengap``: the smallest eigenvalues it chose k from
-        (its fitted copy is ``n_clusters_chooser_``).
+        Only with an ``Eigengap``: the spectrum it chose k from.
     model_ : keras.Model
-        The trained embedder F_theta, ending in the Orthonorm layer.
+        The trained embedder F_theta, raw input to embedding, ending in Orthonorm.
     embedding_ : ndarray of shape (n_samples, n_clusters)
         F_theta of the training data.
     labels_ : ndarray of shape (n_samples,)
-        Cluster of each training point. After a semi-supervised fit the
-        clusters carry the ids of ``partial_labels``: each takes the class
-        of the labeled points it holds (a one-to-one matching that agrees
-        with the most labeled points), so that ``labels_`` and ``predict``
-        answer in the user's classes.
+        Cluster of each training point; after a semi-supervised fit, in the
+        classes of ``partial_labels``.
     group_labels_ : ndarray of shape (n_samples,) or None
-        Only after ``fit(X, groups=...)`` (else None): each training point's
-        cluster from its group's mean row of the embedding (rows scaled to
-        unit length where ``normalize_rows_``), so that the views of one item
-        share one cluster.
+        After ``fit(X, groups=...)``: each point's cluster from its group's
+        mean embedding row.
     cluster_centers_ : ndarray of shape (n_clusters, n_clusters)
-        k-means centroids in the embedding space, in that order: of its rows
-        scaled to unit length where ``normalize_rows_``.
+        k-means centroids of the embedding's unit-length rows.
     normalize_rows_ : bool
-        Whether k-means clustered the embedding's rows scaled to unit length
-        (why: ``centroids``), and ``predict`` and the exported model scale new
-        points' rows the same way: True for every fit
-        (``centroids.NORMALIZE_ROWS``); False for a save from before, whose
-        centroids are of the rows as they are. The paper's k-means on the
-        rows as they are: ``KMeans(k).fit(embedding_)``.
-    affinity_ : affinity object
-        The fitted copy of ``affinity`` (with its scale, and the trained
-        embedding as its ``embedding``).
+        Whether the centroids are of unit-length rows (True for every fit).
+    affinity_ : Affinity
+        The fitted copy of ``affinity``.
     label_check_ : dict or None
-        Semi-supervised only (``train.check_label_classifier``): held-out
-        accuracies on the labeled points of the graph the label classifier
-        reshapes ("reshaped") and of the graph without it ("graph"), each
-        the better of Poisson learning ("reshaped_poisson", "poisson") and
-        its own cut named by the labels ("reshaped_cut", "cut"); of the
-        classifier itself ("classifier"); its C and gamma ("params"); and
-        whether the classifier reshaped the graph ("keep": only where
-        "reshaped" scored strictly higher).
-        None where nothing was checked (no classifier, or a class with a
-        single label in the subsample checked). Not saved by ``save``.
-    affinity_embedding_ : SiameseEmbedding, callable or None
-        The fitted copy of ``affinity_embedding`` (or the callable itself).
+        After a semi-supervised fit: whether the classifier of the labels
+        alone reshaped the graph ("keep") and the held-out accuracies that
+        decided it (``labelscores.check_label_classifier``); None where
+        nothing was checked.
+    affinity_embedding_ : SiameseEmbedding, FixedEmbedding or None
+        The fitted copy of ``affinity_embedding``.
     history_ : dict
-        Per epoch: "iteration", "loss", "val_loss", "lr" (and "grassmann" when
-        ``fit`` got ``eigvecs``); "seconds" of training. With
-        ``init="spectral"`` also "init_grassmann" (the fitted start against
-        its subsample's eigenvectors), "init_seconds", per epoch
-        "start_distance" (that distance after the epoch) and "undone" (1
-        where the epoch was undone and the rate cut) and, with ``eigvecs``,
-        "start_grassmann". With an ``encoder``, "encode_seconds": its pass
-        over X; with the Siamese ``graph_views``, "graph_view_seconds":
-        joining them to the training set, and making them where they are not
-        made with the Siamese net's views (when it draws ``max_samples``
-        rows and takes more views than the graph).
-    codes_ : ndarray of shape (n_samples, code_size) or None
-        The ``encoder``'s output for the training data, on which F_theta was
-        trained (None without an encoder). Not saved by ``save``: absent
-        from a loaded estimator.
+        Per epoch "iteration", "loss", "val_loss", "lr", "epoch_seconds"
+        (and "grassmann" given ``eigvecs``); "seconds" of training;
+        ``init="spectral"`` adds the warm start's values.
+    codes_ : ndarray or None
+        The encoder's output for the training data (None without an encoder).
     siamese_ : keras.Model
-        The Siamese net (only with a ``SiameseEmbedding``; its ``model_``),
-        and ``siamese_history_`` its training history.
+        The trained Siamese net (with a ``SiameseEmbedding``), and
+        ``siamese_history_`` its history.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Column names of X, when X was a DataFrame with string column names.
@@ -453,17 +332,41 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     >>> X, y = make_moons(1000, noise=0.05, random_state=0)
     >>> net = SpectralNet(n_clusters=2, random_state=0)
     >>> labels = net.fit(X).labels_        # doctest: +SKIP
-    >>> net.predict(X[:5]).shape           # doctest: +SKIP
-    (5,)
     >>> net.plan(1000, 2).hidden_units     # the "auto" net for 1,000 2-D points
     (256, 256, 128)
     >>> net = SpectralNet(2, affinity=GaussianKNNAffinity(n_nbrs=10, scale="local"))
     >>> net.set_params(affinity__n_nbrs=5).affinity.n_nbrs
     5
-
-    Semi-supervised: ``fit(X, partial_labels=labels)`` with -1 for unknown.
-    ``y`` is ignored, as by every scikit-learn clusterer.
     """
+
+    _parameter_constraints = {
+        "n_clusters": [_POSITIVE_INT, "auto", Eigengap],
+        "hidden_units": ["auto", Units()],
+        "output_activation": [Options(*OUTPUT_ACTIVATIONS)],
+        "affinity": [Options(*AFFINITIES), Affinity],
+        "laplacian": [Options(*LAPLACIANS)],
+        "batch_size": [None, _POSITIVE_INT],
+        "learning_rate": [_POSITIVE],
+        "patience": [_POSITIVE_INT],
+        "min_lr": [_POSITIVE],
+        "max_epochs": ["auto", _POSITIVE_INT],
+        "steps_per_epoch": [None, _POSITIVE_INT],
+        "tol": [Interval(numbers.Real, 0, 1, closed="left")],
+        "init": [Options(*INITIALIZERS)],
+        "dtype_policy": [Options(*DTYPE_POLICIES)],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "label_weight": [Interval(numbers.Real, 0, None, closed="left")],
+        "labeled_share": [Interval(numbers.Real, 0, 1, closed="both")],
+        "group_weight": ["balanced", Interval(numbers.Real, 0, None, closed="neither")],
+        "affinity_embedding": [None, "siamese", SiameseEmbedding, Callable()],
+        "encoder": [None, HasMethods("predict")],
+        "checkpoint_dir": [None, InstanceOf((str, os.PathLike), "a path")],
+        "log_dir": [None, InstanceOf((str, os.PathLike), "a path")],
+        "distribute": [None, InstanceOf(tf.distribute.Strategy, "a tf.distribute.Strategy")],
+        "random_state": [None, Interval(numbers.Integral, 0, None, closed="left"),
+                         np.random.RandomState],
+        "verbose": [bool, Interval(numbers.Integral, 0, None, closed="left")],
+    }
 
     def __init__(
         self,
@@ -474,18 +377,18 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         affinity="knn",
         laplacian="unnormalized",
         batch_size=None,
-        ortho_batch_size=None,
         learning_rate=1e-3,
         patience=10,
         min_lr=1e-8,
         max_epochs="auto",
         steps_per_epoch=None,
-        gradient="projected",
+        tol=0.0,
         init="random",
         dtype_policy="float32",
         validation_fraction=0.1,
         label_weight=1.0,
         labeled_share=0.0,
+        group_weight="balanced",
         affinity_embedding=None,
         encoder=None,
         checkpoint_dir=None,
@@ -500,18 +403,18 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self.affinity = affinity
         self.laplacian = laplacian
         self.batch_size = batch_size
-        self.ortho_batch_size = ortho_batch_size
         self.learning_rate = learning_rate
         self.patience = patience
         self.min_lr = min_lr
         self.max_epochs = max_epochs
         self.steps_per_epoch = steps_per_epoch
-        self.gradient = gradient
+        self.tol = tol
         self.init = init
         self.dtype_policy = dtype_policy
         self.validation_fraction = validation_fraction
         self.label_weight = label_weight
         self.labeled_share = labeled_share
+        self.group_weight = group_weight
         self.affinity_embedding = affinity_embedding
         self.encoder = encoder
         self.checkpoint_dir = checkpoint_dir
@@ -533,39 +436,35 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         super().set_params(**params)
         for name, values in nested.items():
             current = getattr(self, name)
-            part = PARTS[name](current)
-            if not hasattr(part, "set_params"):
+            if not any(isinstance(current, kind) for kind in (str, BaseEstimator)):
                 keys = ", ".join(f"{name}__{sub}" for sub in values)
                 raise ValueError(
                     f"{keys}: nested parameters need {name} to be an object with parameters "
                     f"(or a name of one), got {name}={current!r}.")
-            setattr(self, name, part.set_params(**values))
+            check(name, current, self._parameter_constraints[name])
+            setattr(self, name, PARTS[name](current).set_params(**values))
         return self
 
     # ------------------------------------------------------------------ fit
     def make_affinity(self, embedding=None):
-        """A new unfitted affinity object from the ``affinity`` parameter (a
-        copy of the object, or the class a name stands for), with
-        ``embedding`` as its distance's embedding when given. ``fit`` fits
-        one as ``affinity_``; ``exact_reference``-style callers fit their
-        own."""
+        """A new unfitted affinity object from the ``affinity`` parameter,
+        with ``embedding`` as its distance's embedding when given."""
         return make_affinity(self.affinity, embedding)
 
     def plan(self, n_samples, n_features):
         """Check the parameters against n points of ``n_features`` input
         features (the encoder's input, with an encoder) and resolve what they
         leave to ``fit``: the hold-out, the batch sizes, the steps per epoch,
-        the epoch cap and the net ("auto" and None values). Returns a
-        ``Plan``; raises the ValueError that ``fit`` would, before any work.
-        """
+        the epoch cap and the net. Returns a ``Plan``; raises the ValueError
+        that ``fit`` would, before any work."""
+        validate_params(self, self._parameter_constraints)
         n = n_samples
-        n_clusters = make_n_clusters(self.n_clusters)
-        if isinstance(n_clusters, Eigengap):
-            try:
-                n_clusters.check_params()
-            except ValueError as err:
-                raise ValueError(f"n_clusters={self.n_clusters!r}: {err}") from None
-        k = self._most_clusters(n_clusters)
+        chooser = make_n_clusters(self.n_clusters)
+        try:
+            chooser.check_params()
+        except ValueError as err:
+            raise ValueError(f"n_clusters={self.n_clusters!r}: {err}") from None
+        k = chooser.max_clusters
         if n < k:
             raise ValueError(f"X has n_samples={n}, fewer than n_clusters={self.n_clusters!r}"
                              + ("" if k == self.n_clusters else f" (max_clusters={k})") + ".")
@@ -575,53 +474,13 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         except ValueError as err:
             raise ValueError(f"affinity={self.affinity!r}: {err}") from None
         embedding = make_affinity_embedding(self.affinity_embedding)
-        if embedding is not None and affinity.embedding is not None:
-            raise ValueError(
-                "affinity has an embedding of its own and affinity_embedding is set too; set "
-                f"one of them, got affinity={self.affinity!r} and "
-                f"affinity_embedding={self.affinity_embedding!r}.")
-        if embedding is not None and isinstance(affinity, PrecomputedAffinity):
-            raise ValueError(
-                "affinity='precomputed' takes the graph as given; a learned distance does not "
-                f"apply to it: set affinity_embedding=None, got affinity_embedding="
-                f"{self.affinity_embedding!r}.")
-        check_choice("laplacian", self.laplacian, LAPLACIANS)
-        check_choice("gradient", self.gradient, GRADIENTS)
-        check_choice("init", self.init, INITS)
-        check_choice("output_activation", self.output_activation, OUTPUT_ACTIVATIONS)
-        check_choice("dtype_policy", self.dtype_policy, DTYPE_POLICIES)
-        if not (self.distribute is None or isinstance(self.distribute, tf.distribute.Strategy)):
-            raise ValueError(
-                "distribute must be a tf.distribute.Strategy or None, got "
-                f"distribute={self.distribute!r}."
-            )
+        self._check_embedding(affinity, embedding)
         if (isinstance(self._strategy(), tf.distribute.MultiWorkerMirroredStrategy)
                 and not isinstance(self.random_state, numbers.Integral)):
             raise ValueError(
                 "Under a multi-worker strategy every worker must draw the same split and "
                 "minibatches: random_state must be an int, got "
-                f"random_state={self.random_state!r}."
-            )
-        check_int("patience", self.patience, 1)
-        if not _is_auto(self.max_epochs):
-            check_int("max_epochs", self.max_epochs, 1)
-        if not _is_auto(self.hidden_units):
-            check_units("hidden_units", self.hidden_units,
-                        "'auto' or a non-empty tuple of positive integers")
-        check_real("validation_fraction", self.validation_fraction, lambda v: 0 < v < 1, "in (0, 1)")
-        if not (self.log_dir is None or isinstance(self.log_dir, (str, os.PathLike))):
-            raise ValueError(f"log_dir must be a path or None, got log_dir={self.log_dir!r}.")
-        if self.encoder is not None and not hasattr(self.encoder, "predict"):
-            raise ValueError(f"encoder must be a Keras model or None, got encoder={self.encoder!r}.")
-        check_positive("learning_rate", self.learning_rate)
-        check_real("label_weight", self.label_weight, lambda v: 0 <= v < np.inf, "a number >= 0")
-        check_real("labeled_share", self.labeled_share, lambda v: 0 <= v <= 1, "in [0, 1]")
-        check_positive("min_lr", self.min_lr)
-        if isinstance(embedding, SiameseEmbedding):
-            try:
-                embedding.check_params(self._strategy())
-            except ValueError as err:
-                raise ValueError(f"affinity_embedding={self.affinity_embedding!r}: {err}") from None
+                f"random_state={self.random_state!r}.")
         # The validation hold-out is one minibatch at least: its affinity
         # needs the neighbours too (this matters for small data only).
         needed = affinity.n_neighbors_needed()
@@ -632,24 +491,14 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             raise ValueError(
                 f"The affinity needs {needed} neighbours per point ({ranks}) in a minibatch "
                 f"and in the validation hold-out, but n_samples={n} leaves {n_train} training "
-                f"points beside a hold-out of {n_val}; lower them or give more data."
-            )
+                f"points beside a hold-out of {n_val}; lower them or give more data.")
         batch_size = self._check_batch("batch_size", self.batch_size, n_train, n, k)
-        ortho = self._check_batch("ortho_batch_size", self.ortho_batch_size, n_train, n, k)
-        ortho = batch_size if self.ortho_batch_size is None else ortho
-        # Fail now, not after Siamese training, if a minibatch is too small.
-        if batch_size <= needed:
+        if batch_size <= needed:  # fail now, not after Siamese training
             raise ValueError(
                 f"The affinity needs {needed} neighbours per point ({ranks}) but a minibatch "
-                f"has batch_size={batch_size} points; lower them or raise batch_size."
-            )
-        if self.steps_per_epoch is None:
-            # An epoch passes over the training points and their graph views.
-            steps = max(n_train * (1 + graph_views(embedding)) // batch_size,
-                        MIN_STEPS_PER_EPOCH)
-        else:
-            check_int("steps_per_epoch", self.steps_per_epoch, 1)
-            steps = self.steps_per_epoch
+                f"has batch_size={batch_size} points; lower them or raise batch_size.")
+        steps = (max(n_train // batch_size, MIN_STEPS_PER_EPOCH) if self.steps_per_epoch is None
+                 else self.steps_per_epoch)
         epochs = auto_max_epochs(steps) if _is_auto(self.max_epochs) else self.max_epochs
         if _is_auto(self.hidden_units):
             width = (int(self.encoder.output_shape[-1]) if self.encoder is not None
@@ -657,13 +506,26 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             units = auto_hidden_units(n, width)
         else:
             units = tuple(self.hidden_units)
-        return Plan(n_val, n_train, batch_size, ortho, steps, epochs, units, affinity, embedding,
-                    n_clusters)
+        return Plan(n_val, n_train, batch_size, steps, epochs, units, affinity, embedding, chooser)
 
-    @staticmethod
-    def _most_clusters(n_clusters):
-        """k, or the largest k an ``Eigengap`` may choose."""
-        return n_clusters.max_clusters if isinstance(n_clusters, Eigengap) else n_clusters
+    def _check_embedding(self, affinity, embedding):
+        """The learned distance and the affinity agree, or a ValueError."""
+        if embedding is None:
+            return
+        if affinity.embedding is not None:
+            raise ValueError(
+                "affinity has an embedding of its own and affinity_embedding is set too; set "
+                f"one of them, got affinity={self.affinity!r} and "
+                f"affinity_embedding={self.affinity_embedding!r}.")
+        if affinity.takes_graph:
+            raise ValueError(
+                "affinity='precomputed' takes the graph as given; a learned distance does not "
+                f"apply to it: set affinity_embedding=None, got affinity_embedding="
+                f"{self.affinity_embedding!r}.")
+        try:
+            embedding.check_params(self._strategy())
+        except ValueError as err:
+            raise ValueError(f"affinity_embedding={self.affinity_embedding!r}: {err}") from None
 
     def _check_batch(self, name, value, n_train, n, k):
         if value is None:  # rounded down to equal shards under a strategy
@@ -675,8 +537,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             raise ValueError(
                 f"{name}={value} is larger than the {n_train} training points "
                 f"(n_samples={n} minus the validation_fraction="
-                f"{self.validation_fraction} hold-out)."
-            )
+                f"{self.validation_fraction} hold-out).")
         return value
 
     def fit(self, X, y=None, *, partial_labels=None, groups=None, eigvecs=None, resume=False,
@@ -686,56 +547,29 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Or an ``h5py.Dataset`` / ``streaming.Rows`` on disk: with an
-            ``encoder`` it is streamed through it a chunk at a time and never
-            held in memory (e.g. the 685,000 Reuters documents). Or a
-            ``tf.data.Dataset`` of rows or batches of rows (or of tuples
-            whose first component they are, as Keras reads ``(x, y)``),
-            read once, in order: into memory, or, with an ``encoder``, a
-            batch at a time into a temporary HDF5 file, streamed from there.
+            Or an ``h5py.Dataset`` / ``streaming.Rows`` on disk (with an
+            ``encoder`` streamed through it a chunk at a time), or a
+            ``tf.data.Dataset`` of rows or batches of rows, read once.
         y : None
-            Ignored, as by every scikit-learn clusterer (pipelines and
-            ``cross_val_score`` pass true labels here). Semi-supervised labels
-            go in ``partial_labels``.
+            Ignored, as by every scikit-learn clusterer.
         partial_labels : array-like of shape (n_samples,), optional
             Semi-supervised labels: a cluster in ``[0, n_clusters)`` for the
-            few labeled points, -1 for all others (integers, or whole numbers
-            stored as floats). Labeled pairs get affinity 1 (same label) or 0
-            (different labels) and enrich the Siamese training pairs (paper
-            Sec. 5.3); labeled points add a cross-entropy term
-            (``label_weight``) and may be oversampled into every minibatch
-            (``labeled_share``). With every point labeled, the affinity of a
-            minibatch is the label graph (1 within a class, 0 across), so
-            F_theta learns the class indicators: supervised training of the
-            embedding, after which k-means recovers the classes.
+            labeled points, -1 for the others (``constraints.LabelConstraint``;
+            they also enrich the Siamese pairs, paper Sec. 5.3).
         groups : array-like of int of shape (n_samples,), optional
-            Points known to be views of one item, without its class: one id
-            per point, equal for e.g. the deformations of one digit.
-            Unsupervised (ids, not labels). Each gradient minibatch is drawn
-            as pairs, a point and a random other member of its group (a
-            random point where it has none), and a pair of one group gets
-            the affinity's ``group_weight`` (by default the weight that makes
-            their term of the loss equal to the rest at initialisation), so
-            that F_theta maps the views of one item together (``groups``).
-            With a Siamese ``affinity_embedding`` (and its ``group_pairs``),
-            each point whose group has another member also gets a positive
-            Siamese pair with a random member, so that the learned distance
-            ignores what varies within a group. After training,
-            ``group_labels_`` gives each group one cluster; ``labels_`` (and
-            ``fit_predict``) keep each point's own.
+            Points known to be views of one item share an id (must-link,
+            without a class; ``constraints.GroupConstraint``).
+            ``group_labels_`` then gives each group one cluster.
         eigvecs : array of shape (n_samples, n_clusters), optional
-            True Laplacian eigenvectors of X; if given, the history records
-            the Grassmann distance to them after each epoch.
+            The true Laplacian eigenvectors of X: the history records the
+            Grassmann distance to them after each epoch.
         resume : bool, default=False
-            Continue from the checkpoints in ``checkpoint_dir`` (same X,
-            labels and parameters). Without it, existing checkpoints there are
-            an error, never silently reused.
+            Continue from the checkpoints in ``checkpoint_dir`` (the same X,
+            labels and parameters); without it, existing checkpoints are an
+            error, never silently reused.
         graph : sparse matrix or array of shape (n_samples, n_samples), optional
-            With ``affinity="precomputed"`` (and only then): the affinity
-            between the rows of X, symmetric, non-negative, every point with
-            an edge to another (``affinity.check_graph``); its diagonal is
-            ignored. F_theta maps X; each minibatch's W is this graph's
-            submatrix.
+            With ``affinity="precomputed"`` only: the affinity between the
+            rows of X, symmetric and non-negative (``affinity.check_graph``).
 
         Returns
         -------
@@ -760,31 +594,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         X = self._validate_X(X, reset=True)
         if self.encoder is None and is_lazy(X):
             X = check_array(map_batches(None, X))  # trained on in memory
-        n = len(X)
-        plan = self.plan(n, X.shape[1])
-        precomputed = isinstance(plan.affinity, PrecomputedAffinity)
-        if precomputed != (graph is not None):
-            raise ValueError(
-                "fit(X, graph=W) goes with affinity='precomputed' (a PrecomputedAffinity) and "
-                f"only with it, got affinity={self.affinity!r} and graph="
-                f"{'None' if graph is None else type(graph).__name__}.")
-        if precomputed:
-            graph = check_graph(graph, n)
-        choose_k = isinstance(plan.n_clusters, Eigengap)
-        if choose_k and partial_labels is not None:
-            raise ValueError(
-                "n_clusters='auto' chooses k from the graph alone; with partial_labels give "
-                f"n_clusters as an integer, got n_clusters={self.n_clusters!r}.")
-        labels = check_labels(partial_labels, n, self._most_clusters(plan.n_clusters))
-        check_two_classes(labels)
-        siamese = isinstance(plan.affinity_embedding, SiameseEmbedding)
-        if groups is not None:
-            groups = check_groups(groups, n)
-        if eigvecs is not None and not choose_k and np.shape(eigvecs) != (n, plan.n_clusters):
-            raise ValueError(
-                f"eigvecs must have shape (n_samples, n_clusters) = ({n}, {plan.n_clusters}), "
-                f"got eigvecs.shape={np.shape(eigvecs)}."
-            )
+        plan = self.plan(len(X), X.shape[1])
+        labels, groups, graph = self._check_fit_inputs(X, plan, partial_labels, groups, eigvecs,
+                                                       graph)
         for stale in ("siamese_", "siamese_history_", "eigenvalues_", "n_clusters_chooser_"):
             self.__dict__.pop(stale, None)
         self._check_log_dir()
@@ -794,174 +606,188 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             graph=None if graph is None else np.r_[graph.indptr, graph.indices, graph.data]))
         seeds = np.random.default_rng(_seed(self.random_state)).integers(0, 2**31 - 1, size=5)
         split_seed, scale_seed, net_seed, train_seed, siamese_seed = (int(s) for s in seeds)
-        # Code space: encode once; everything below trains on the codes.
-        start = time.perf_counter()
+        start = time.perf_counter()  # code space: encode once, train on the codes
         Z = X if self.encoder is None else check_array(
             dist.map_rows(self.encoder, X, self._strategy()), "encoder(X)")
         encode_seconds = time.perf_counter() - start
+        perm = np.random.default_rng(split_seed).permutation(len(X))
+        val, train = perm[:plan.n_val], perm[plan.n_val:]
+        self.affinity_embedding_ = self._fit_embedding(plan.affinity_embedding, X, Z, train,
+                                                       labels, groups, siamese_seed,
+                                                       checkpointers.get("siamese"))
+        affinity = self._fit_affinity(plan, Z, train, labels, graph, scale_seed)
+        data = Data(Z[train], Z[val], affinity.coordinates(Z[train], train),
+                    affinity.coordinates(Z[val], val))
+        k = self._choose_k(plan.n_clusters, affinity, data.c_train, plan.batch_size, scale_seed,
+                           eigvecs)
+        with self._strategy().scope():  # mirrored variables under a strategy
+            spectral_model = build_spectralnet(
+                Z.shape[1], k, plan.hidden_units, seed=net_seed,
+                output_activation=self.output_activation, dtype_policy=self.dtype_policy)
+        self.history_ = self._train(spectral_model, plan, data, labels[np.r_[train, val]],
+                                    None if groups is None else groups[train], train_seed,
+                                    checkpointers.get("spectral"), Z, eigvecs)
+        if self.encoder is not None:
+            self.history_["encode_seconds"] = encode_seconds
+        self.model_ = (spectral_model if self.encoder is None
+                       else compose_embedder(self.encoder, spectral_model))
+        self.codes_ = None if self.encoder is None else Z  # callers need not encode X again
+        embed_start = time.perf_counter()
+        self._cluster(dist.map_rows(spectral_model, Z, self._strategy()), k, labels, groups,
+                      train_seed)
+        if self._writes_logs():
+            write_phase_seconds(self.log_dir, {
+                "encode": encode_seconds,
+                "siamese": getattr(self, "siamese_history_", {}).get("seconds", 0.0),
+                "spectralnet": self.history_["seconds"],
+                "init": self.history_.get("init_seconds", 0.0),
+                "embed_and_kmeans": time.perf_counter() - embed_start})
+        return self
 
-        perm = np.random.default_rng(split_seed).permutation(n)
-        z_val, z_train = Z[perm[:plan.n_val]], Z[perm[plan.n_val:]]
-        labels_val, labels_train = labels[perm[:plan.n_val]], labels[perm[plan.n_val:]]
-        embedding = plan.affinity_embedding
-        graph_coords = None  # F_theta's views of the training rows (graph_views)
+    def _check_fit_inputs(self, X, plan, partial_labels, groups, eigvecs, graph):
+        """``fit``'s arguments beside X, checked against it and the plan:
+        (labels, groups, graph), each as training uses it."""
+        n = len(X)
+        if plan.affinity.takes_graph != (graph is not None):
+            raise ValueError(
+                "fit(X, graph=W) goes with affinity='precomputed' (a PrecomputedAffinity) and "
+                f"only with it, got affinity={self.affinity!r} and graph="
+                f"{'None' if graph is None else type(graph).__name__}.")
+        if graph is not None:
+            graph = check_graph(graph, n)
+        chooses = plan.n_clusters.chooses
+        if chooses and partial_labels is not None:
+            raise ValueError(
+                "n_clusters='auto' chooses k from the graph alone; with partial_labels give "
+                f"n_clusters as an integer, got n_clusters={self.n_clusters!r}.")
+        labels = check_partial_labels(partial_labels, n, plan.n_clusters.max_clusters)
+        if groups is not None:
+            groups = check_groups(groups, n)
+        if eigvecs is not None and not chooses and np.shape(eigvecs) != (n, self.n_clusters):
+            raise ValueError(
+                f"eigvecs must have shape (n_samples, n_clusters) = ({n}, {self.n_clusters}), "
+                f"got eigvecs.shape={np.shape(eigvecs)}.")
+        if not is_lazy(X) and graph is None:
+            k = plan.n_clusters.max_clusters
+            distinct = count_distinct_rows(X, k)
+            if distinct < k:
+                raise ValueError(
+                    f"X has {distinct} distinct rows, fewer than n_clusters={self.n_clusters!r}"
+                    + ("" if not chooses else f" (max_clusters={k})")
+                    + ": each cluster needs a point of its own.")
+        return labels, groups, graph
 
-        def views_of(rows, n_views=None):  # views of X's rows, encoded as Z was
-            return embedding.view_coordinates(X, siamese_seed, encode=self.encoder, rows=rows,
-                                              strategy=self._strategy(), n_views=n_views)
+    def _fit_embedding(self, embedding, X, Z, train, labels, groups, seed, checkpointer):
+        """The learned distance, fitted on the training points' codes (a
+        copy: the parameter stays unfitted); None without one."""
+        if embedding is None or not embedding.trains:
+            return embedding
+        drawn = embedding.sample_rows(len(train), seed)  # the rows the pairs are built on
+        rows = train[drawn]
+        start = time.perf_counter()
+        # Views transform the input: made from X, encoded as Z was.
+        view_coords = embedding.view_coordinates(X, seed, encode=self.encoder, rows=rows,
+                                                 strategy=self._strategy())
+        view_seconds = time.perf_counter() - start
+        known = labels[rows]
+        embedding.fit(Z[rows], labels=known if (known >= 0).any() else None,
+                      groups=None if groups is None else groups[rows], view_coords=view_coords,
+                      seed=seed, verbose=self.verbose, checkpointer=checkpointer,
+                      strategy=self._strategy(), log_dir=self._log_dir())
+        self.siamese_, self.siamese_history_ = embedding.model_, embedding.history_
+        if view_coords is not None:
+            self.siamese_history_["view_seconds"] = view_seconds
+        return embedding
 
-        if siamese:  # a copy, fitted here: the parameter itself stays unfitted
-            # The training rows the pairs are built on (at most max_samples).
-            drawn = embedding.sample_rows(len(z_train), siamese_seed)
-            rows, labels_pairs = perm[plan.n_val:][drawn], labels_train[drawn]
-            # Views transform the input: made from X, encoded as Z was. The
-            # graph views (F_theta's, of every training row) are the Siamese
-            # net's first ones and more, by the same seeds: where the Siamese
-            # net takes every training row, or the graph as many views, one
-            # pass makes both.
-            start = time.perf_counter()
-            n_views = embedding.resolved_n_views()
-            n_graph = graph_views(embedding)
-            if n_graph and (isinstance(drawn, slice) or n_graph >= n_views):
-                graph_coords = views_of(perm[plan.n_val:], max(n_views, n_graph))
-                view_coords = graph_coords[:n_views, drawn]
-            else:
-                view_coords = views_of(rows)
-            view_seconds = time.perf_counter() - start
-            embedding.fit(z_train[drawn],
-                          labels=labels_pairs if (labels_pairs >= 0).any() else None,
-                          groups=None if groups is None else groups[rows],
-                          view_coords=view_coords, seed=siamese_seed, verbose=self.verbose,
-                          checkpointer=checkpointers.get("siamese"), strategy=self._strategy(),
-                          log=self._epoch_log("siamese"))
-            self.siamese_, self.siamese_history_ = embedding.model_, embedding.history_
-            if view_coords is not None:
-                self.siamese_history_["view_seconds"] = view_seconds
-            del view_coords  # trained on; the graph views, if any, stay until joined
-        self.affinity_embedding_ = embedding
-        # F_theta's training set: the training points, and with graph_views
-        # their views, each in one group with its point.
-        z_fit, labels_fit = z_train, labels_train
-        groups_fit = None if groups is None else groups[perm[plan.n_val:]]
-        graph_view_seconds = None
-        if graph_views(embedding):
-            start = time.perf_counter()
-            if graph_coords is None:  # the Siamese net drew fewer rows, with more views
-                graph_coords = views_of(perm[plan.n_val:], embedding.graph_views)
-            z_fit, labels_fit, groups_fit = self._with_graph_views(
-                graph_coords[:embedding.graph_views], perm[plan.n_val:], z_train, labels_train,
-                groups_fit)
-            graph_view_seconds = time.perf_counter() - start
-        del graph_coords  # copied into z_fit
+    def _fit_affinity(self, plan, Z, train, labels, graph, seed):
+        """``affinity_``: the affinity fitted on the training points (its
+        scale), with the learned distance as its embedding, and with labels
+        the label classifier's scores where they help (``labelscores``,
+        ``label_check_``); a given graph over all of X's rows."""
         affinity = plan.affinity
-        if embedding is not None:
-            affinity.set_params(embedding=self.siamese_ if siamese else embedding)
+        if self.affinity_embedding_ is not None:
+            affinity.set_params(embedding=self.affinity_embedding_.model_)
         self.label_check_ = None
-        if precomputed:  # the affinity's coordinates: each point's row in X (and W)
-            coords = affinity.coordinates(n)
-            self.affinity_ = affinity.fit(coords, plan.batch_size, graph=graph)
-            c_val, c_train = coords[perm[:plan.n_val]], coords[perm[plan.n_val:]]
-        else:
-            self.affinity_ = affinity.fit(z_fit, plan.batch_size, seed=scale_seed)
-            c_val = c_train = None
-            # The labels alone, as coordinates of the graph (nothing without labels),
-            # where on held-out labels the graph they reshape knows more than the graph.
-            self.affinity_.fit_labels(Z, labels, z_fit, seed=scale_seed)
-            self.label_check_ = check_label_classifier(self.affinity_, Z, labels,
-                                                       batch_size=plan.batch_size,
-                                                       seed=scale_seed,
-                                                       laplacian=self.laplacian,
-                                                       n_clusters=plan.n_clusters)
-            if self.label_check_ is not None and not self.label_check_["keep"]:
-                self.affinity_.forget_labels()
-        k = plan.n_clusters
-        if choose_k:
-            # k is the data's: chosen from the points alone, not their views.
-            chooser = plan.n_clusters.fit(self.affinity_, z_train if c_train is None else c_train,
-                                          plan.batch_size, seed=scale_seed)
-            # Every worker of a cluster builds the chief's k: rounding may tip a near-tie.
-            k = int(dist.from_chief(np.array([chooser.n_clusters_], np.int32),
-                                    self._strategy())[0])
+        if affinity.takes_graph:
+            self.affinity_ = affinity.fit(Z, plan.batch_size, graph=graph)
+            return self.affinity_
+        self.affinity_ = affinity.fit(Z[train], plan.batch_size, seed=seed)
+        scores, self.label_check_ = label_coordinates(
+            affinity, Z, labels, Z[train], batch_size=plan.batch_size,
+            laplacian=self.laplacian, n_clusters=plan.n_clusters.max_clusters, seed=seed)
+        if scores is not None:
+            affinity.set_params(embedding=scores)
+        return self.affinity_
+
+    def _choose_k(self, chooser, affinity, coords, batch_size, seed, eigvecs):
+        """``n_clusters_``: the given k, or the one the chooser finds in the
+        training graph (the same on every worker: rounding may tip a near-tie)."""
+        chooser.fit(affinity, coords, batch_size, seed=seed)
+        k = int(dist.from_chief(np.array([chooser.n_clusters_], np.int32), self._strategy())[0])
+        if chooser.chooses:
             self.n_clusters_chooser_, self.eigenvalues_ = chooser, chooser.eigenvalues_
             if eigvecs is not None and np.shape(eigvecs)[1] != k:
                 raise ValueError(f"eigvecs has {np.shape(eigvecs)[1]} columns, but "
                                  f"n_clusters={self.n_clusters!r} chose k={k}.")
         self.n_clusters_ = k
-        with self._strategy().scope():  # mirrored variables under a strategy
-            spectral_model, body = build_spectralnet(
-                Z.shape[1], k, plan.hidden_units, seed=net_seed,
-                output_activation=self.output_activation, dtype_policy=self.dtype_policy,
-            )
-        self.history_ = train_spectralnet(
-            spectral_model, body, self.affinity_, z_fit, z_val,
-            laplacian=self.laplacian, batch_size=plan.batch_size,
-            ortho_batch_size=plan.ortho_batch_size, learning_rate=self.learning_rate,
-            patience=self.patience, min_lr=self.min_lr, epochs=plan.max_epochs,
-            steps_per_epoch=plan.steps_per_epoch, seed=train_seed, verbose=self.verbose,
-            gradient=self.gradient, y_train=labels_fit, y_val=labels_val,
-            labeled_share=self.labeled_share, label_weight=self.label_weight,
-            checkpointer=checkpointers.get("spectral"),
-            x_eval=Z if eigvecs is not None else None, eigvecs=eigvecs,
-            strategy=self._strategy(), init=self.init, z_train=c_train, z_val=c_val,
-            groups_train=groups_fit,
-            group_weight=self.affinity_.group_weight,
-            log=self._epoch_log("spectralnet"),
-        )
-        if self.encoder is not None:
-            self.history_["encode_seconds"] = encode_seconds
-        if graph_view_seconds is not None:
-            self.history_["graph_view_seconds"] = graph_view_seconds
-        self.model_ = (spectral_model if self.encoder is None
-                       else compose_embedder(self.encoder, spectral_model))
-        # Kept so callers need not run the encoder over X a second time.
-        self.codes_ = None if self.encoder is None else Z
-        embed_start = time.perf_counter()
-        self.embedding_ = dist.map_rows(spectral_model, Z, self._strategy())
+        return k
+
+    def _train(self, model, plan, data, labels, groups, seed, checkpointer, Z, eigvecs):
+        """Algorithm 1 (``train.train_spectralnet``) with this estimator's
+        constraints, initializer and callbacks; returns the history."""
+        n_train = len(data.x_train)
+        constraints = []
+        if groups is not None:
+            constraints.append(GroupConstraint(groups, self.group_weight))
+        if (labels[:n_train] >= 0).any():
+            constraints.append(LabelConstraint(labels, n_train, self.label_weight,
+                                               self.labeled_share))
+        initializer = INITIALIZERS[self.init]()
+        schedule = PlateauSchedule(self.patience, min_lr=self.min_lr)
+        convergence = Convergence(self.tol, self.patience)
+        callbacks = [*initializer.callbacks(schedule), IterationCount()]
+        if eigvecs is not None:
+            callbacks.append(GrassmannMonitor(Z, eigvecs))
+        callbacks += [schedule, convergence, ProgressBar(self.verbose)]
+        if self._writes_logs():
+            callbacks.append(TensorBoardLog(self._log_dir(), "spectralnet"))
+        if checkpointer is not None:
+            callbacks.append(Checkpoint(checkpointer, {"schedule": schedule,
+                                                       "convergence": convergence}))
+        config = Config(self.laplacian, plan.batch_size, plan.batch_size, self.learning_rate,
+                        plan.max_epochs, plan.steps_per_epoch, "projected", seed)
+        return train_spectralnet(model, self.affinity_, data, config, constraints=constraints,
+                                 initializer=initializer, callbacks=callbacks,
+                                 strategy=self._strategy(),
+                                 resuming=checkpointer is not None
+                                 and checkpointer.latest() is not None)
+
+    def _cluster(self, embedding, k, labels, groups, seed):
+        """k-means on the embedding (``embedding_``, ``cluster_centers_``,
+        ``labels_``, ``group_labels_``); after a semi-supervised fit the
+        clusters take the ids of the labeled classes they hold."""
+        self.embedding_ = embedding
         self.normalize_rows_ = NORMALIZE_ROWS
-        self.cluster_centers_ = fit_centroids(self.embedding_, k, train_seed,
-                                              self.normalize_rows_)
+        self.cluster_centers_ = fit_centroids(embedding, k, seed, self.normalize_rows_)
         known = labels >= 0
-        if known.any():  # clusters take the ids of the labelled classes they hold
-            perm = label_permutation(labels[known], self._assign(self.embedding_[known]), k)
+        if known.any():
+            perm = label_permutation(labels[known], self._assign(embedding[known]), k)
             self.cluster_centers_ = self.cluster_centers_[np.argsort(perm)]
-        self.labels_ = self._assign(self.embedding_)
+        self.labels_ = self._assign(embedding)
         self.group_labels_ = None
         if groups is not None:
             # A group's points are views of one item, so one class: their
             # cluster is the nearest centroid of their mean row.
-            ids, means = group_means(self._clustered_rows(self.embedding_), groups)
+            ids, means = group_means(self._clustered_rows(embedding), groups)
             self.group_labels_ = self._assign(means)[ids]
-        if self._writes_logs():
-            phases = {"encode": encode_seconds,
-                      "siamese": getattr(self, "siamese_history_", {}).get("seconds", 0.0),
-                      "spectralnet": self.history_["seconds"],
-                      "init": self.history_.get("init_seconds", 0.0),
-                      "embed_and_kmeans": time.perf_counter() - embed_start}
-            if "graph_view_seconds" in self.history_:
-                phases["graph_views"] = self.history_["graph_view_seconds"]
-            write_phase_seconds(self.log_dir, phases)
-        return self
 
     def _writes_logs(self):
         """A ``log_dir`` is set and this process writes (not a non-chief worker)."""
         return self.log_dir is not None and dist.is_chief(self._strategy())
 
-    def _epoch_log(self, run):
-        """TensorBoard's ``log`` for a training phase, or None."""
-        return EpochLog(os.fspath(self.log_dir), run) if self._writes_logs() else None
-
-    @staticmethod
-    def _with_graph_views(views, rows, z_train, labels_train, groups_train):
-        """F_theta's training set with the Siamese embedding's graph views
-        ``views`` (V, m, d): the training points (X's ``rows``, coded as
-        ``z_train``), then each view of them in turn. A view takes its
-        point's label (the classes survive views) and group: the user's group
-        id, or else its point's row number."""
-        ids = rows if groups_train is None else groups_train
-        copies = 1 + len(views)
-        return (np.concatenate([z_train, views.reshape(-1, views.shape[-1]).astype(
-                    z_train.dtype, copy=False)]),
-                np.tile(labels_train, copies), np.tile(ids, copies))
+    def _log_dir(self):
+        """Where this process writes TensorBoard logs, or None."""
+        return os.fspath(self.log_dir) if self._writes_logs() else None
 
     def fit_transform(self, X, y=None, **fit_params):
         """``fit(X, **fit_params)``, then the embedding of X (``embedding_``)."""
@@ -1040,9 +866,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         if self.encoder is not None:
             params["encoder"] = digest(np.concatenate(
                 [np.ravel(w) for w in self.encoder.get_weights()]))
-        if callable(self.affinity_embedding) and not isinstance(self.affinity_embedding,
-                                                                SiameseEmbedding):
-            params["affinity_embedding"] = type(self.affinity_embedding).__name__
+        if not isinstance(self.affinity_embedding, (type(None), str, BaseEstimator)):
+            params["affinity_embedding"] = type(self.affinity_embedding).__name__  # a callable
         return params
 
     def _checkpointers(self, resume, found=None):
@@ -1112,82 +937,10 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         X = self._check_fitted_X(X)
         return dist.map_rows(self.model_, X, self._strategy())
 
-    def predict(self, X, *, views=None, n_views=None, index=None, seed=None):
-        """Cluster of each point: the nearest k-means centroid of its embedding.
-
-        With ``views``, test-time augmentation: the centroid nearest the mean
-        of the point's embedding and the embeddings of ``n_views`` transformed
-        copies of it, each row taken as k-means saw it (scaled to unit length
-        where ``normalize_rows_``). A transformation the classes survive
-        keeps a copy in the point's class, so the copies outvote the point
-        where it alone lies near a boundary (Krizhevsky, Sutskever & Hinton
-        2012 averaged the predictions of ten crops). The exported SavedModel
-        predicts the point alone.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), row source or tf.data.Dataset
-            The points. With ``views``, a ``tf.data.Dataset`` is read whole
-            into memory first; a row source is read a chunk at a time.
-        views : {"shift", "deform", "redraw"} or callable, default=None
-            A view as ``SiameseEmbedding(views=...)`` takes it:
-            ``view(x, index, seed) -> x_view`` (``spectralnet_tf.views``).
-            None: each point alone.
-        n_views : int, default=None
-            Transformed copies per point, beside the point itself (None: 9).
-            Only with ``views``, as are ``index`` and ``seed``.
-        index : array-like of int of shape (n_samples,), default=None
-            The rows' numbers as the view reads them (default ``0 .. n - 1``):
-            ``Redraw`` finds an infinite MNIST row's source digit by it, so
-            rows from ``start`` on need ``start + arange(n)``.
-        seed : int, default=None
-            Seeds the copies (one seed per copy, ``views.view_seeds``; None: 0).
-
-        Returns
-        -------
-        labels : ndarray of shape (n_samples,)
-
-        Examples
-        --------
-        >>> from spectralnet_tf.views import Shift
-        >>> net.predict(X_images, views=Shift(max_shift=2))  # doctest: +SKIP
-        """
-        if views is None:
-            given = {name: value for name, value in
-                     (("n_views", n_views), ("index", index), ("seed", seed)) if value is not None}
-            if given:
-                name = next(iter(given))
-                raise ValueError(f"{name} goes with views, got {name}={given[name]!r} and "
-                                 f"views=None.")
-            return self._assign(self.transform(X))
-        self._check_fitted()
-        n_views = DEFAULT_N_VIEWS if n_views is None else n_views
-        seed = 0 if seed is None else seed
-        check_int("n_views", n_views, 1)
-        check_int("seed", seed, 0)
-        view = make_view(views)
-        X = self._check_fitted_X(X)
-        n = len(X)
-        if index is None:
-            index = np.arange(n, dtype=np.int64)
-        index = np.asarray(index)
-        if index.shape != (n,) or not np.issubdtype(index.dtype, np.integer):
-            raise ValueError(f"index must hold one integer row number per row of X, shape "
-                             f"({n},), got index.shape={index.shape} and "
-                             f"index.dtype={index.dtype}.")
-        seeds = view_seeds(seed, n_views)
-        labels = []
-        for start in range(0, n, VIEW_CHUNK):
-            rows = np.asarray(X[start:start + VIEW_CHUNK], np.float32)
-            copies = ViewRows(rows, view, seeds, index=index[start:start + VIEW_CHUNK])
-            embedded = np.concatenate([
-                dist.map_rows(self.model_, rows, self._strategy())[:, None],
-                dist.map_rows(self.model_, copies, self._strategy()).reshape(
-                    len(rows), n_views, -1)], axis=1)
-            k = embedded.shape[-1]
-            mean = self._clustered_rows(embedded.reshape(-1, k)).reshape(embedded.shape)
-            labels.append(self._assign(mean.mean(axis=1)))
-        return np.concatenate(labels)
+    def predict(self, X):
+        """Cluster of each point: the nearest k-means centroid of its
+        embedding (its row scaled to unit length, as k-means saw them)."""
+        return self._assign(self.transform(X))
 
     # --------------------------------------------------------- persistence
     def export(self, base_dir="export", name="spectralnet", serving_root="/models"):

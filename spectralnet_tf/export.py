@@ -27,7 +27,7 @@ from .atomic import atomic_directory, atomic_file, publish
 from .centroids import centroid_distances, nearest_centroid
 from .nclusters import Eigengap
 from .siamese import SiameseEmbedding
-from .views import Deform, Redraw, Shift
+from .views import Shift
 
 SIGNATURE = "serving_default"
 EMBEDDER_FILE = "embedder.keras"
@@ -35,12 +35,20 @@ STATE_FILE = "estimator.json"
 SIAMESE_FILE = "siamese.keras"
 ARRAYS_FILE = "arrays.npz"
 #: Version of the saved-estimator layout (embedder.keras, arrays.npz, estimator.json).
-#: 4: ``normalize_rows_`` saved (a version that cannot read it would assign
-#: raw rows to centroids of unit rows); 3: the affinity and the Siamese
-#: embedding saved as objects (class and parameters); 2: as SpectralNet's
-#: flat parameters. 2 and 3 are still read, as fits on the rows as they are.
-FORMAT_VERSION = 4
-READABLE_FORMATS = (2, 3, 4)
+#: 5: ``group_weight`` a parameter of SpectralNet, not of the affinity; 4:
+#: ``normalize_rows_`` saved (a version that cannot read it would assign raw
+#: rows to centroids of unit rows); 3: the affinity and the Siamese embedding
+#: saved as objects (class and parameters); 2: as SpectralNet's flat
+#: parameters. 2 and 3 are still read, as fits on the rows as they are.
+FORMAT_VERSION = 5
+READABLE_FORMATS = (2, 3, 4, 5)
+#: Parameters of the parts that formats before 5 saved and no part has now:
+#: the label classifier's strength and the graph views are gone, and a
+#: group pair's weight is SpectralNet's ``group_weight``.
+REMOVED_PART_PARAMS = ("label_strength", "group_weight", "graph_views")
+#: SpectralNet's parameters that formats before 5 saved and it has no more: the
+#: orthogonalization minibatch is the gradient one, the gradient projected.
+REMOVED_PARAMS = ("ortho_batch_size", "gradient")
 #: ``params["encoder"]`` in estimator.json when the encoder is the embedder's first layer.
 ENCODER_IN_EMBEDDER = "embedder.keras:layers[0]"
 MODELS_CONFIG = "models.config"
@@ -176,7 +184,7 @@ def write_models_config(base_dir, serving_root=DEFAULT_SERVING_ROOT):
 #: The parts saved by class name and parameters (estimator.json, format 3 and later).
 PART_CLASSES = {cls.__name__: cls for cls in (GaussianKNNAffinity, FullGaussianAffinity,
                                              PrecomputedAffinity, SiameseEmbedding, Eigengap,
-                                             Shift, Deform, Redraw)}
+                                             Shift)}
 #: Format 2 (flat parameters): SpectralNet's siamese_* and neighbors, now
 #: SiameseEmbedding's; n_nbrs, scale_nbr, scale, now the affinity's.
 V2_SIAMESE = ("hidden_units", "output_activation", "n_nbrs", "positives_per_point", "batch_size",
@@ -196,12 +204,22 @@ def part_to_json(value):
 
 
 def part_from_json(value, tuples=("hidden_units",)):
-    """The inverse of ``part_to_json``."""
+    """The inverse of ``part_to_json`` (the parameters of older formats that
+    no part has now, ``REMOVED_PART_PARAMS``, left out)."""
     if isinstance(value, dict) and set(value) == {"class", "params"}:
         params = {key: tuple(v) if key in tuples and isinstance(v, list) else part_from_json(v)
-                  for key, v in value["params"].items()}
+                  for key, v in value["params"].items() if key not in REMOVED_PART_PARAMS}
         return PART_CLASSES[value["class"]](**params)
     return value
+
+
+def params_from_format4(params):
+    """A format-4 save's parameters in today's layout: the affinity's
+    ``group_weight`` becomes SpectralNet's."""
+    affinity = params.get("affinity")
+    if isinstance(affinity, dict) and "group_weight" in affinity.get("params", {}):
+        params = {**params, "group_weight": affinity["params"]["group_weight"]}
+    return params
 
 
 def params_from_format2(params):
@@ -245,7 +263,7 @@ def save_estimator(estimator, path):
         raise ValueError(
             "Saving an estimator whose SiameseEmbedding has a views callable of your own is "
             f"not supported (its parameters are stored as JSON), got views={views!r}; "
-            "views='shift', 'deform' or 'redraw', or a views.Shift, Deform or Redraw, save."
+            "views='shift' or a views.Shift save."
         )
     affinity = params["affinity"]
     if not isinstance(affinity, str) and getattr(affinity, "embedding", None) is not None:
@@ -318,6 +336,9 @@ def load_estimator(cls, path):
             "that wrote it, or fit it again."
         )
     params = state["params"] if version >= 3 else params_from_format2(state["params"])
+    if version <= 4:
+        params = {key: value for key, value in params_from_format4(params).items()
+                  if key not in REMOVED_PARAMS}
     params = {key: part_from_json(value) for key, value in params.items()}
     siamese = isinstance(params["affinity_embedding"], SiameseEmbedding)
     if siamese:

@@ -31,7 +31,6 @@ import warnings
 
 import numpy as np
 import scipy.linalg
-import tensorflow as tf
 from sklearn.base import BaseEstimator
 
 from .checks import check_int, check_real
@@ -108,10 +107,14 @@ class Eigengap(BaseEstimator):
         check_int("n_samples", self.n_samples, self.max_clusters + 2)
         check_real("min_ratio", self.min_ratio, lambda v: 1 <= v < np.inf, "a number >= 1")
 
+
+    #: Whether k is chosen from the data (``FixedClusters``: given).
+    chooses = True
+
     def fit(self, affinity, z, batch_size, seed=0):
         """Choose k from the graph that ``affinity`` (fitted) samples over
-        the points whose coordinates are ``z`` (what ``affinity.embed_all``
-        takes), with minibatches of ``batch_size``. Returns self."""
+        the points whose coordinates are ``z`` (``affinity.coordinates``),
+        with minibatches of ``batch_size``. Returns self."""
         self.check_params()
         start = time.perf_counter()
         n = len(z)
@@ -119,15 +122,13 @@ class Eigengap(BaseEstimator):
         if size < self.max_clusters + 2:
             raise ValueError(f"n_clusters='auto' with max_clusters={self.max_clusters} needs at "
                              f"least {self.max_clusters + 2} points, got {n}.")
-        if hasattr(affinity, "graph_"):  # the user's graph, on the points z names
-            rows = np.asarray(z, np.float64)[:, 0].round().astype(np.int64)
-            w = affinity.graph_[rows][:, rows].astype(np.float64)
+        if not affinity.subsampled:  # a given graph: a random part of it falls apart
+            w = affinity.graph_of(z).astype(np.float64)
             values, _ = spectrum(w, self.max_clusters + 1, "normalized")
             self.eigenvalues_ = np.sort(values)
         else:
             rows = np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
-            graph = affinity.for_full_data(size, min(batch_size, size))
-            w = graph.kernel_matrix(tf.constant(affinity.embed_all(np.asarray(z)[rows])))
+            w = affinity.sampled_graph(np.asarray(z)[rows], min(batch_size, size))
             # float64: near-degenerate small eigenvalues must not drown in float32
             # rounding. All eigenvalues of the dense matrix (divide and conquer)
             # take a fraction of the time of a subset of them, which bisects
@@ -158,4 +159,20 @@ class Eigengap(BaseEstimator):
                 f"after eigenvalue {self.candidates_[1]}); chose "
                 f"k={self.n_clusters_}, the other candidate is k={self.candidates_[1]}. Pass "
                 "n_clusters explicitly if you know it.", UserWarning, stacklevel=3)
+        return self
+
+
+class FixedClusters:
+    """A given number of clusters, behind the interface ``Eigengap`` has:
+    ``SpectralNet(n_clusters=k)`` holds one of these for the integer k."""
+
+    chooses = False
+
+    def __init__(self, n_clusters):
+        self.max_clusters = self.n_clusters_ = n_clusters
+
+    def check_params(self):
+        pass
+
+    def fit(self, affinity, z, batch_size, seed=0):
         return self

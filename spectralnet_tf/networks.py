@@ -42,8 +42,8 @@ def build_spectralnet(input_dim, n_outputs, hidden_units=(1024, 1024, 512), seed
     matrix and the loss keep float32 precision (Keras casts the bfloat16
     activations on the way in).
 
-    Returns ``(model, body)``: ``model`` maps x to the orthonormal embedding y,
-    ``body`` shares its layers and maps x to ỹ, the input of Orthonorm.
+    Returns the model, which maps x to the orthonormal embedding y
+    (``orthonorm_input`` gives the map to ỹ, the input of Orthonorm).
     """
     layers = dense_stack(hidden_units, "relu", seed, "dense", dtype_policy)
     layers.append(
@@ -60,8 +60,13 @@ def build_spectralnet(input_dim, n_outputs, hidden_units=(1024, 1024, 512), seed
          Orthonorm(dtype="float32", name="orthonorm")],
         name="spectralnet",
     )
-    body = keras.Model(model.inputs[0], model.layers[-2].output, name="spectralnet_body")
-    return model, body
+    return model
+
+
+def orthonorm_input(model):
+    """The model that maps x to ỹ, the input of ``model``'s Orthonorm layer
+    (its last), sharing ``model``'s layers."""
+    return keras.Model(model.inputs[0], model.layers[-2].output, name="spectralnet_body")
 
 
 def compose_embedder(encoder, spectral_model):

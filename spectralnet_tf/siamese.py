@@ -16,14 +16,17 @@ import tensorflow as tf
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+import numbers
+
 from . import distribute
-from .checks import check_choice, check_int, check_positive, check_units
+from .callbacks import Checkpoint, PlateauSchedule, ProgressBar, TensorBoardLog, Training, run_epochs
+from .checks import Callable, HasMethods, Interval, Options, Units, validate_params
 from .groups import random_members
 from .losses import contrastive_loss
 from .neighbors import BACKENDS, make_neighbors
 from .networks import DTYPE_POLICIES, dense_stack
+from .sampling import sample_rows
 from .streaming import CHUNK_ROWS, Rows, map_batches
-from .train import PlateauSchedule, run_epochs, sample_rows
 from .views import ViewRows, make_view, view_seeds
 
 #: Draws ``SiameseEmbedding.sample_rows`` from a stream apart from the pairs'.
@@ -155,9 +158,11 @@ def build_siamese(input_dim, hidden_units=(1024, 1024, 512, 10), seed=0, output_
 
 def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience=10,
                   min_lr=1e-8, epochs=100, steps_per_epoch=None, validation_fraction=0.1,
-                  seed=0, verbose=1, checkpointer=None, strategy=None, log=None):
+                  seed=0, verbose=1, checkpointer=None, strategy=None, log_dir=None):
     """Train ``net`` on ``pairs`` (from ``make_pairs``); returns the history dict.
-    ``log(epoch, values)`` gets each epoch's values (``train.run_epochs``).
+    The epochs run as SpectralNet's do (``callbacks.run_epochs``), under the
+    same plateau schedule; with ``log_dir``, TensorBoard curves in
+    ``log_dir/siamese``; with a ``checkpointer``, a checkpoint each epoch.
 
     An epoch is one pass over the training pairs in random order, or, with
     ``steps_per_epoch``, that many minibatches of distinct random pairs (a
@@ -182,7 +187,6 @@ def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience
     with strategy.scope():
         optimizer = keras.optimizers.RMSprop(learning_rate)
         optimizer.build(net.trainable_variables)
-    schedule = PlateauSchedule(optimizer, patience=patience, min_lr=min_lr)
 
     def pair_loss(i, j, pos):
         # One forward pass over both sides of the pairs.
@@ -214,17 +218,21 @@ def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience
         i, j, pos = val_pairs
         return contrastive_loss(net(tf.gather(x_all, i)), net(tf.gather(x_all, j)), pos)
 
-    return run_epochs(run_epoch, validation_loss, schedule, epochs, verbose, name="Siamese",
-                      checkpointer=checkpointer, log=log, strategy=strategy,
-                      objects={"model": list(net.variables), "optimizer": optimizer,
-                               "generator": generator})
+    schedule = PlateauSchedule(patience=patience, min_lr=min_lr)
+    callbacks = [schedule, ProgressBar(verbose)]
+    if log_dir is not None:
+        callbacks.append(TensorBoardLog(log_dir, "siamese"))
+    if checkpointer is not None:
+        callbacks.append(Checkpoint(checkpointer, {"schedule": schedule}))
+    training = Training("Siamese", net, optimizer, generator, epochs, strategy)
+    return run_epochs(training, run_epoch, validation_loss, callbacks)
 
 
 def fit_siamese(z, *, hidden_units=(1024, 1024, 512, 10), output_activation="linear",
                 n_nbrs=2, positives_per_point=None, batch_size=128, learning_rate=1e-3,
                 max_epochs=100, steps_per_epoch=None, patience=10, min_lr=1e-8,
                 neighbors="auto", labels=None, groups=None, view_coords=None, seed=0, verbose=0,
-                checkpointer=None, strategy=None, dtype_policy="float32", log=None):
+                checkpointer=None, strategy=None, dtype_policy="float32", log_dir=None):
     """Pairs from ``z`` (``make_pairs``), a new Siamese net built (in
     ``strategy``'s scope) and trained on them: returns ``(net, history)``. The
     keywords are ``SiameseEmbedding``'s parameters (its ``fit`` calls this);
@@ -244,7 +252,7 @@ def fit_siamese(z, *, hidden_units=(1024, 1024, 512, 10), output_activation="lin
                             patience=patience, min_lr=min_lr, epochs=max_epochs,
                             steps_per_epoch=steps_per_epoch, seed=seed,
                             verbose=verbose, checkpointer=checkpointer, strategy=strategy,
-                            log=log)
+                            log_dir=log_dir)
     return net, history
 
 
@@ -295,16 +303,15 @@ class SiameseEmbedding(BaseEstimator):
     neighbors : {"auto", "exact", "annoy"}, default="auto"
         Nearest-neighbour backend for the pairs: exact (scikit-learn) up to
         20,000 points, annoy above.
-    views : {"shift", "deform", "redraw"}, callable or None, default=None
+    views : "shift", callable or None, default=None
         A transformation the classes are known to survive (``views``): each
         point is paired, as a positive, with ``n_views`` transformed copies
         of itself, so that the learned distance ignores it. A callable
         ``view(x, index, seed)`` maps input rows, their row numbers and a
         seed to transformed rows, each a function of (row, index, seed)
-        alone. "shift": ``views.Shift()``, "deform": ``views.Deform()``,
-        "redraw": ``views.Redraw()`` (infinite MNIST's rows only).
-        Views transform the input: under ``SpectralNet(encoder=...)`` they
-        are encoded like the points.
+        alone. "shift": ``views.Shift()``, square images moved by up to 2
+        pixels. Views transform the input: under ``SpectralNet(encoder=...)``
+        they are encoded like the points.
     n_views : int or "auto", default="auto"
         View positives per point; "auto": as many as ``n_nbrs`` (the
         neighbour positives), and 1 when ``n_nbrs=0``.
@@ -319,18 +326,6 @@ class SiameseEmbedding(BaseEstimator):
         whose group has another member, a pair with a random one of them.
         False: groups reach SpectralNet's graph only (``SpectralNet.fit``),
         as where ``views`` already pair each point with copies of its item.
-    graph_views : int, default=0
-        Views that also join SpectralNet's training set (``SpectralNet.fit``
-        reads it): that many views of each training point (the first of its
-        ``views``' seeds, those this net pairs the point with where it pairs
-        it) are encoded as the points are and trained on beside their point,
-        each in one group with it, as ``fit``'s ``groups`` join points
-        (their pairs get the affinity's ``group_weight``). So F_theta learns
-        to embed the kind of copies that ``SpectralNet.predict(views=...)``
-        averages over, and to map them together. F_theta's training set
-        grows (1 + graph_views) times, and with ``steps_per_epoch=None`` an
-        epoch with it; this net and the validation hold-out keep the points
-        alone. 0: the points alone.
 
     Attributes
     ----------
@@ -352,7 +347,7 @@ class SiameseEmbedding(BaseEstimator):
                  n_nbrs=2, positives_per_point=None, batch_size=128, learning_rate=1e-3,
                  max_epochs=100, steps_per_epoch=None, patience=10, min_lr=1e-8,
                  dtype_policy="float32", neighbors="auto", views=None, n_views="auto",
-                 max_samples=None, group_pairs=True, graph_views=0):
+                 max_samples=None, group_pairs=True):
         self.hidden_units = hidden_units
         self.output_activation = output_activation
         self.n_nbrs = n_nbrs
@@ -369,42 +364,37 @@ class SiameseEmbedding(BaseEstimator):
         self.n_views = n_views
         self.max_samples = max_samples
         self.group_pairs = group_pairs
-        self.graph_views = graph_views
+
+    #: Trained in ``fit`` (``FixedEmbedding``: given).
+    trains = True
+
+    _parameter_constraints = {
+        "hidden_units": [Units()],
+        "output_activation": [Options(*SIAMESE_OUTPUT_ACTIVATIONS)],
+        "n_nbrs": [Interval(numbers.Integral, 0, None, closed="left")],
+        "positives_per_point": [None, Interval(numbers.Integral, 1, None, closed="left")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "steps_per_epoch": [None, Interval(numbers.Integral, 1, None, closed="left")],
+        "patience": [Interval(numbers.Integral, 1, None, closed="left")],
+        "min_lr": [Interval(numbers.Real, 0, None, closed="neither")],
+        "dtype_policy": [Options(*DTYPE_POLICIES)],
+        "neighbors": [Options(*BACKENDS), HasMethods("kneighbors")],
+        "views": [None, "shift", Callable()],
+        "n_views": ["auto", Interval(numbers.Integral, 1, None, closed="left")],
+        "max_samples": [None, Interval(numbers.Integral, 2, None, closed="left")],
+        "group_pairs": [bool, np.bool_],
+    }
 
     def check_params(self, strategy=None):
         """Raise a ValueError naming the first bad parameter; under a
         ``tf.distribute`` strategy ``batch_size`` must divide by its replicas."""
-        check_units("hidden_units", self.hidden_units)
-        check_choice("output_activation", self.output_activation, SIAMESE_OUTPUT_ACTIVATIONS)
-        if self.views is not None:
-            make_view(self.views)
-            if self.n_views != "auto":
-                check_int("n_views", self.n_views, 1)
-        check_int("n_nbrs", self.n_nbrs, 0 if self.views is not None else 1)
-        check_int("graph_views", self.graph_views, 0)
-        if self.graph_views and self.views is None:
-            raise ValueError(f"graph_views={self.graph_views} trains SpectralNet on the views; "
-                             "it needs views, got views=None.")
-        if self.max_samples is not None:
-            check_int("max_samples", self.max_samples, 2)
-        if self.positives_per_point is not None:
-            check_int("positives_per_point", self.positives_per_point, 1)
-        check_int("batch_size", self.batch_size, 1)
+        validate_params(self, self._parameter_constraints)
+        if self.views is None and self.n_nbrs == 0:
+            raise ValueError("n_nbrs must be an integer >= 1, got n_nbrs=0 (0 only with views, "
+                             "whose copies are then the only positives).")
         distribute.check_divisible("batch_size", self.batch_size, distribute.get(strategy))
-        check_int("max_epochs", self.max_epochs, 1)
-        if self.steps_per_epoch is not None:
-            check_int("steps_per_epoch", self.steps_per_epoch, 1)
-        check_int("patience", self.patience, 1)
-        for name in ("learning_rate", "min_lr"):
-            check_positive(name, getattr(self, name))
-        check_choice("dtype_policy", self.dtype_policy, DTYPE_POLICIES)
-        if not isinstance(self.group_pairs, (bool, np.bool_)):
-            raise ValueError(f"group_pairs must be True or False, got "
-                             f"group_pairs={self.group_pairs!r}.")
-        if not (hasattr(self.neighbors, "kneighbors")
-                or (isinstance(self.neighbors, str) and self.neighbors in BACKENDS)):
-            raise ValueError(f"neighbors must be one of {BACKENDS} or an object with a "
-                             f"kneighbors method, got neighbors={self.neighbors!r}.")
 
     def resolved_n_views(self):
         """View positives per point: 0 without ``views``; ``n_views``, or for
@@ -450,7 +440,7 @@ class SiameseEmbedding(BaseEstimator):
         return np.ascontiguousarray(coords) if rows is None else coords[:, back]
 
     def fit(self, X, y=None, *, labels=None, groups=None, view_coords=None, seed=0, verbose=0,
-            checkpointer=None, strategy=None, log=None):
+            checkpointer=None, strategy=None, log_dir=None):
         """Train a new net on the pairs of X (``make_pairs``): its nearest
         neighbours and its views, plus pairs from ``labels`` (-1: unknown) and
         ``groups`` (ids of views of one item; not with ``group_pairs=False``),
@@ -460,8 +450,8 @@ class SiameseEmbedding(BaseEstimator):
         ``view_coordinates`` makes them; by default made here from X itself.
         With a ``checkpointer`` it checkpoints each epoch and resumes from
         one; under a ``tf.distribute`` ``strategy`` each minibatch is split
-        over its replicas. ``log(epoch, values)`` gets each epoch's values
-        (``train.run_epochs``). Returns self."""
+        over its replicas; with ``log_dir`` it writes TensorBoard curves to
+        ``log_dir/siamese``. Returns self."""
         self.check_params(strategy)
         if not self.group_pairs:
             groups = None
@@ -495,7 +485,7 @@ class SiameseEmbedding(BaseEstimator):
             patience=self.patience, min_lr=self.min_lr, neighbors=self.neighbors,
             labels=labels, groups=groups, view_coords=view_coords, seed=seed, verbose=verbose,
             checkpointer=checkpointer, strategy=strategy, dtype_policy=self.dtype_policy,
-            log=log)
+            log_dir=log_dir)
         if view_seconds:
             self.history_["view_seconds"] = view_seconds
         return self
@@ -510,3 +500,24 @@ class SiameseEmbedding(BaseEstimator):
             raise NotFittedError("This SiameseEmbedding is not fitted yet; call fit first.")
         return map_batches(self.model_, X)
 
+
+
+class FixedEmbedding:
+    """A given map from points to the coordinates the affinity measures
+    distances in (e.g. a trained Keras model), kept fixed: the interface of
+    ``SiameseEmbedding`` with nothing to train. ``SpectralNet`` holds one for
+    an ``affinity_embedding`` that is a callable."""
+
+    trains = False
+
+    def __init__(self, model):
+        self.model_ = model
+
+    def check_params(self, strategy=None):
+        pass
+
+    def __call__(self, x):
+        return self.model_(x)
+
+    def transform(self, X):
+        return map_batches(self.model_, X)

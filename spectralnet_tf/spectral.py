@@ -15,7 +15,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg
 from scipy.sparse.csgraph import connected_components
 
-from .affinity import check_labels
+from .checks import check_labels
 from .centroids import kmeans_labels
 from .losses import LAPLACIANS
 

@@ -2,7 +2,7 @@
 
 A "row source" is a numpy array, an ``h5py.Dataset`` (e.g. the Reuters
 ``data``), or a ``LazyRows``: ``Rows`` (a selection of rows of any row
-source) or rows generated on demand (``infimnist.InfiMNIST``). ``row_batches`` reads
+source) or rows generated on demand (the harness's infinite MNIST). ``row_batches`` reads
 consecutive chunks, the next one in a background thread while a model runs on
 the current one; ``map_batches`` applies a model to every chunk and stacks the
 (small) outputs, e.g. the 10-d codes of 685,000 documents. At most two chunks

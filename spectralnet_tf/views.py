@@ -10,15 +10,11 @@ that maps rows ``x`` (m, d) of the input, their row numbers ``index`` (m,)
 and an integer ``seed`` to transformed rows of the same shape, each row a
 function of (its row of ``x``, its index, the seed) alone: the same
 whichever other rows come with it, so that views of millions of rows can be
-made a chunk at a time and made again. Three ship here:
-
-- ``Shift``: a translation by whole pixels with zero fill (MNIST: up to 2,
-  in each direction, as in Sabour, Frosst & Hinton 2017, "Dynamic Routing
-  Between Capsules");
-- ``Deform``: infinite MNIST's own deformation law (``infimnist``), the law
-  that made its deformed digits;
-- ``Redraw``: that law drawn afresh on an infinite MNIST row's source digit,
-  another digit the data set could have made from the same source.
+made a chunk at a time and made again (``row_uniforms`` draws such numbers,
+and ``check_view_call`` checks a call's arguments). One ships here:
+``Shift``, a translation by whole pixels with zero fill (MNIST: up to 2, in
+each direction, as in Sabour, Frosst & Hinton 2017, "Dynamic Routing Between
+Capsules").
 
 ``ViewRows`` is the views of a whole row source, generated when sliced, so
 that an encoder maps them a chunk at a time as it maps the data.
@@ -31,7 +27,6 @@ import numpy as np
 import tensorflow as tf
 from sklearn.base import BaseEstimator, clone
 
-from . import infimnist
 from .checks import check_int
 from .streaming import LazyRows
 
@@ -39,7 +34,9 @@ from .streaming import LazyRows
 SEED_LIMIT = 2**24
 
 
-def _check_call(x, index, seed):
+def check_view_call(x, index, seed):
+    """A view's arguments as (float32 rows (m, d), int64 row numbers (m,),
+    int seed), or a ValueError naming what is wrong."""
     x = np.asarray(x, dtype=np.float32)
     index = np.asarray(index, dtype=np.int64)
     if x.ndim != 2 or index.shape != (len(x),):
@@ -51,16 +48,6 @@ def _check_call(x, index, seed):
             and 0 <= seed < SEED_LIMIT):
         raise ValueError(f"seed must be an integer in [0, {SEED_LIMIT - 1}], got seed={seed!r}.")
     return x, index, int(seed)
-
-
-def _check_digits(view, x, index, seed):
-    """``_check_call``, and rows of 28x28 pixels (the deformation law's)."""
-    x, index, seed = _check_call(x, index, seed)
-    width = infimnist.SIDE * infimnist.SIDE
-    if x.shape[1] != width:
-        raise ValueError(f"{view} warps 28x28 digits: rows of {width} pixels, got "
-                         f"{x.shape[1]}.")
-    return x, index, seed
 
 
 def row_uniforms(index, seed, draws):
@@ -107,7 +94,7 @@ class Shift(BaseEstimator):
         self.side = side
 
     def __call__(self, x, index, seed):
-        x, index, seed = _check_call(x, index, seed)
+        x, index, seed = check_view_call(x, index, seed)
         check_int("max_shift", self.max_shift, 0)
         side = self.side
         if side is None:
@@ -143,109 +130,17 @@ def translate(batch, offset, image_shape):
     return tf.reshape(moved, tf.shape(batch))
 
 
-class Deform(BaseEstimator):
-    """Infinite MNIST's deformation law (``infimnist``): an elastic field, a
-    small affine map and a translation, drawn for each (index, seed) from
-    ``row_uniforms`` (the normals by the Box-Muller transform), so that a
-    row's draws cost the same whatever its index: the data set's own streams
-    draw a block of rows at a time. Rows are 28x28 images in [0, 1]."""
-
-    def __call__(self, x, index, seed):
-        x, index, seed = _check_digits("Deform", x, index, seed)
-        def deformation_of(rows, basis):
-            count = infimnist.draws_per_digit(basis)
-            draws = _normal_then_uniform(row_uniforms(index[rows], seed, count),
-                                         count - infimnist.UNIFORMS_PER_DIGIT)
-            return infimnist.deformation_from_draws(draws, basis)
-
-        return infimnist.warp_in_chunks(x, deformation_of)
-
-
-class Redraw(BaseEstimator):
-    """Infinite MNIST's deformation law drawn afresh on each row's source
-    digit. Row i of infinite MNIST shows MNIST digit ``source_index(i)``,
-    itself or deformed; its view is that source deformed by the draws
-    ``Deform`` takes for (i, seed): another digit the generator could have
-    made from the same source. ``Deform`` deforms the row itself, so a
-    deformed digit's view is a digit deformed twice, which the data set's law
-    never makes. For MNIST's own digits (i < 70,000) the two are the same.
-
-    The rows must be infinite MNIST's, numbered from its index 0
-    (``datasets.infimnist`` with ``start=0``): a row's number names its
-    source. Only MNIST's own rows are read, to check that they are.
-
-    Parameters
-    ----------
-    data_dir : str or None, default=None
-        The folder of ``mnist.npz``, as ``datasets.mnist`` takes it (None:
-        ``$SPECTRALNET_DATA_DIR``), read at the first call.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from spectralnet_tf.datasets import infimnist
-    >>> from spectralnet_tf.views import Redraw
-    >>> x, _ = infimnist(n=70_100)  # MNIST's digits, then 100 deformed ones
-    >>> Redraw()(x[70_000:], np.arange(70_000, 70_100), seed=0).shape
-    (100, 784)
-    """
-
-    def __init__(self, data_dir=None):
-        self.data_dir = data_dir
-
-    def __call__(self, x, index, seed):
-        x, index, seed = _check_digits("Redraw", x, index, seed)
-        images = self._images()
-        own = np.flatnonzero(index < infimnist.N_ORIGINAL)
-        wrong = own[(x[own] != images[index[own]]).any(axis=1)]
-        if len(wrong):
-            raise ValueError(f"Redraw needs infinite MNIST's rows numbered from its index 0: "
-                             f"a row numbered below {infimnist.N_ORIGINAL:,} is MNIST's digit "
-                             f"of that number, but the row with index={index[wrong[0]]} is not.")
-        return Deform()(images[infimnist.source_index(index)], index, seed)
-
-    def _images(self):
-        """MNIST's 70,000 digits, read at the first call and kept by this
-        object (not a parameter, not pickled; ``make_view`` hands out copies)."""
-        if getattr(self, "_sources", None) is None:
-            from .datasets import mnist  # datasets reads files; views need it only here
-
-            self._sources = mnist(data_dir=self.data_dir)[0]
-        return self._sources
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state.pop("_sources", None)
-        return state
-
-
-def _normal_then_uniform(u, normals):
-    """float32 rows of ``u``'s uniforms with the first ``normals`` (even)
-    columns made standard normal by the Box-Muller transform of column pairs
-    (c, c + normals / 2); the rest left uniform."""
-    half = normals // 2
-    radius = np.sqrt(-2.0 * np.log1p(-u[:, :half]))  # 1 - u lies in (0, 1]
-    angle = 2.0 * np.pi * u[:, half:normals]
-    return np.concatenate([radius * np.cos(angle), radius * np.sin(angle), u[:, normals:]],
-                          axis=1).astype(np.float32)
-
-
-#: The views the command line names.
-VIEWS = {"shift": Shift, "deform": Deform, "redraw": Redraw}
-
-
 def make_view(view):
-    """A view from a name of ``VIEWS`` ("shift", "deform", "redraw"); a copy
-    of one of their objects (``clone``), so that what a view keeps while
-    making views (``Redraw``'s source digits) does not stay on the
-    parameter; or any other callable as it is."""
-    if isinstance(view, str) and view in VIEWS:
-        return VIEWS[view]()
-    if isinstance(view, tuple(VIEWS.values())):
+    """A view: ``Shift()`` for "shift"; a copy of a view that is an
+    estimator (``clone``), so that what a view keeps while making views does
+    not stay on the parameter; any other callable as it is."""
+    if isinstance(view, str) and view == "shift":
+        return Shift()
+    if isinstance(view, BaseEstimator) and callable(view):
         return clone(view)
     if callable(view):
         return view
-    raise ValueError(f"views must be one of {tuple(VIEWS)} or a callable view(x, index, seed), "
+    raise ValueError(f"views must be 'shift' or a callable view(x, index, seed), "
                      f"got views={view!r}.")
 
 

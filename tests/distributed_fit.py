@@ -38,9 +38,9 @@ VARIANTS = {
                                                         batch_size=64)}, False),
     # Groups of five points: minibatches in pairs, the balanced weight, the warm start's graph.
     "groups": ({"init": "spectral", "affinity": GaussianKNNAffinity(scale="local")}, False),
-    # Two views of each training point in F_theta's training set, each grouped with its point.
-    "graph-views": ({"affinity_embedding": SiameseEmbedding(
-        hidden_units=(32, 8), max_epochs=2, batch_size=64, views=nudge, graph_views=2)}, True),
+    # The Siamese net with two view positives per point, made alike on every replica.
+    "siamese-views": ({"affinity_embedding": SiameseEmbedding(
+        hidden_units=(32, 8), max_epochs=2, batch_size=64, views=nudge, n_views=2)}, True),
 }
 
 parser = argparse.ArgumentParser()
@@ -50,12 +50,15 @@ parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=[
 args = parser.parse_args()
 strategy = distribute.strategy_for(args.devices)  # before any TensorFlow op
 
-from spectralnet_tf import train  # noqa: E402
+import functools  # noqa: E402
+
+from spectralnet_tf import initializers  # noqa: E402
 
 # The warm start's 500 RMSprop steps grow float32 rounding differences between
 # layouts to ~4e-4 in the outputs (1.5e-7 after 100 steps); 50 keep the
-# comparison at rounding level.
-train.WARM_START_STEPS = 50
+# comparison at rounding level. (init="spectral" names the class; the fit
+# builds it with its defaults.)
+initializers.INITIALIZERS["spectral"] = functools.partial(initializers.SpectralInit, steps=50)
 
 from sklearn.datasets import make_moons  # noqa: E402
 
@@ -73,14 +76,13 @@ for variant in args.variants:
     arrays = {f"weight{i}": w.numpy() for i, w in enumerate(net.model_.weights)}
     arrays.update(loss=np.array(net.history_["loss"]), val_loss=np.array(net.history_["val_loss"]),
                   embedding=net.embedding_, labels=net.labels_, predicted=net.predict(X[::3]),
-                  predicted_views=net.predict(X[::3], views=nudge, n_views=3),
                   transformed=net.transform(X[::3]))
     if "init_grassmann" in net.history_:  # the warm start ran
         for key in ("init_grassmann", "start_distance", "undone", "lr"):
             arrays[key] = np.array(net.history_[key])
     if "group_weight" in net.history_:
         arrays["group_weight"] = np.array(net.history_["group_weight"])
-    if variant == "siamese":
+    if variant in ("siamese", "siamese-views"):
         arrays["siamese_loss"] = np.array(net.siamese_history_["loss"])
         arrays.update({f"siamese{i}": w.numpy() for i, w in enumerate(net.siamese_.weights)})
     if distribute.is_chief(strategy):

@@ -176,13 +176,13 @@ def test_pretrain_script_killed_then_resumed_writes_the_uninterrupted_weights(tm
 @pytest.mark.skipif(not os.environ.get("SPECTRALNET_DATA_DIR"),
                     reason="needs mnist.npz in $SPECTRALNET_DATA_DIR")
 def test_pretrain_script_trains_on_infinite_mnist_rows(load_script, capsys):
-    from spectralnet_tf.datasets import infimnist
+    from harness import infimnist
 
     script = load_script("pretrain_ae")
     data_dir = os.environ["SPECTRALNET_DATA_DIR"]
     x, y, split, path = script.load_data(script.parse_args(
         ["--dset", "infimnist", "--n", "70030", "--data-dir", data_dir]))
-    source, labels = infimnist(data_dir=data_dir, n=70030)
+    source, labels = infimnist.load(data_dir=data_dir, n=70030)
     assert x.shape == (70030, 784) and x.dtype == np.float32
     np.testing.assert_array_equal(x[-30:], source[70000:70030])  # deformations, as generated
     np.testing.assert_array_equal(y, labels)

@@ -4,22 +4,32 @@ import re
 import numpy as np
 import pytest
 
-from spectralnet_tf import train
+from spectralnet_tf import initializers
 from spectralnet_tf.affinity import GaussianKNNAffinity
+from spectralnet_tf.callbacks import Checkpoint, IterationCount, PlateauSchedule
 from spectralnet_tf.checkpoint import Checkpointer
 from spectralnet_tf.datasets import load_dataset
 from spectralnet_tf.networks import build_spectralnet
-from spectralnet_tf.train import train_spectralnet
+from spectralnet_tf.train import Config, Data, train_spectralnet
 
 
 def _train(epochs, checkpointer=None, init="random"):
+    """Algorithm 1 as the estimator runs it: the initializer's callbacks, the
+    schedule and, given a checkpointer, the checkpoint callback."""
     x, _, _ = load_dataset("moons", n=500)
     aff = GaussianKNNAffinity(n_nbrs=5, scale_nbr=2).fit(x, 200)
-    model, body = build_spectralnet(2, 2, (16, 16), seed=0)
-    hist = train_spectralnet(model, body, aff, x[:450], x[450:], batch_size=200,
-                             ortho_batch_size=200, epochs=epochs, steps_per_epoch=5,
-                             patience=2, seed=1, verbose=0, checkpointer=checkpointer,
-                             init=init)
+    model = build_spectralnet(2, 2, (16, 16), seed=0)
+    start = initializers.INITIALIZERS[init]()
+    schedule = PlateauSchedule(patience=2)
+    callbacks = [*start.callbacks(schedule), IterationCount(), schedule]
+    if checkpointer is not None:
+        callbacks.append(Checkpoint(checkpointer, {"schedule": schedule}))
+    config = Config(batch_size=200, ortho_batch_size=200, epochs=epochs, steps_per_epoch=5,
+                    seed=1)
+    hist = train_spectralnet(model, aff, Data(x[:450], x[450:], x[:450], x[450:]), config,
+                             initializer=start, callbacks=callbacks,
+                             resuming=checkpointer is not None
+                             and checkpointer.latest() is not None)
     return model, hist
 
 
@@ -33,7 +43,7 @@ def test_resumed_training_equals_uninterrupted_training(tmp_path, monkeypatch, i
     def not_again(*args, **kwargs):
         raise AssertionError("the warm start ran again on resume")
 
-    monkeypatch.setattr(train, "spectral_warm_start", not_again)
+    monkeypatch.setattr(initializers.SpectralInit, "fit", not_again)
     resumed_model, resumed_hist = _train(6, ckpt, init=init)
     if init == "spectral":  # recorded before the first epoch, restored with the history
         assert resumed_hist["init_grassmann"] == full_hist["init_grassmann"]

@@ -229,19 +229,11 @@ BAD_FIT = {
                                    "--graph {d}/graph.npz is taken as given; "
                                    "--siamese-max-samples 50 learns the distances of a "
                                    "Gaussian graph: give one or the other."),
-    "graph views without views": (["{d}/x.npy", "--graph-views", "1", "--siamese"],
-                                  "--graph-views 1 trains on the views; it goes with "
-                                  "--views shift|deform."),
-    "negative graph views": (["{d}/x.npy", "--graph-views", "-1"],
-                             "argument --graph-views: must be an integer >= 0"),
     "Siamese sample of one row": (["{d}/x.npy", "--siamese-max-samples", "1"],
                                   "argument --siamese-max-samples: must be an integer >= 2"),
     "shifts of rows that are not images": (["{d}/x.npy", "--views", "shift"],
                                            "Shift needs square images: rows of side**2 pixels, "
                                            f"got {D} columns; give side for other shapes."),
-    "deformations of rows that are not digits": (["{d}/x.npy", "--views", "deform"],
-                                                 f"Deform warps 28x28 digits: rows of 784 "
-                                                 f"pixels, got {D}."),
     "truncated graph": (["{d}/x.npy", "--graph", "{d}/truncated.npz"],
                         "{d}/truncated.npz: not a scipy.sparse .npz file"),
     "empty graph file": (["{d}/x.npy", "--graph", "{d}/empty.npz"],
@@ -354,9 +346,9 @@ def test_flags_map_to_estimator_parameters_only_when_given():
     assert (affinity.n_nbrs, affinity.scale) == (5, "local")
     assert affinity.scale_nbr == GaussianKNNAffinity().scale_nbr  # not given: its default
     args = parser.parse_args(["fit", "x.npy", "-k", "3", "-o", "m", "--views", "shift",
-                              "--siamese-max-samples", "500", "--graph-views", "2"])
+                              "--siamese-max-samples", "500"])
     embedding = cli.estimator_params(args)["affinity_embedding"]
-    assert (embedding.views, embedding.max_samples, embedding.graph_views) == ("shift", 500, 2)
+    assert (embedding.views, embedding.max_samples) == ("shift", 500)
     args = parser.parse_args(["fit", "x.npy", "-k", "3", "-o", "m", "--siamese-max-samples", "9"])
     embedding = cli.estimator_params(args)["affinity_embedding"]
     assert (embedding.views, embedding.max_samples) == (None, 9)
@@ -423,29 +415,6 @@ def test_installed_command_end_to_end_is_quiet(data, tmp_path):
     assert predict.stdout == (tmp_path / "m" / "labels.csv").read_text()
 
 
-def test_predict_with_views_is_the_estimators_test_time_augmentation(capsys, tmp_path):
-    from spectralnet_tf import SpectralNet
-
-    rng = np.random.default_rng(0)  # 3x3 'images': one of three rows lit, with noise
-    x = (rng.uniform(0, 0.3, (240, 3, 3)) + (np.arange(3)[:, None] == rng.integers(
-        0, 3, 240)[:, None, None])).astype(np.float32).reshape(240, 9)
-    np.save(tmp_path / "img.npy", x)
-    model = tmp_path / "model"
-    assert run(["fit", tmp_path / "img.npy", "-k", "3", "-o", model, *TINY], capsys)[0] == 0
-    rc, out, err = run(["predict", model, tmp_path / "img.npy", "--views", "shift",
-                        "--n-views", "3"], capsys)
-    assert (rc, err) == (0, "")
-    net = SpectralNet.load(model)
-    expected = net.predict(x, views="shift", n_views=3)
-    assert lines(out) == expected.tolist()
-    assert expected.tolist() != net.predict(x).tolist()  # the views decide some rows
-
-
-def test_predict_views_that_do_not_fit_the_rows_are_one_line(fitted, data, capsys):
+def test_predict_refuses_the_views_it_no_longer_takes(fitted, data, capsys):
     assert_one_line_error(*run(["predict", fitted, data[0] / "x.npy", "--views", "shift"], capsys),
-                          "--views shift: Shift needs square images: rows of side**2 pixels, "
-                          "got 2 columns")
-    assert_one_line_error(*run(["predict", fitted, data[0] / "x.npy", "--views", "shift",
-                                "--n-views", "0"], capsys), "--n-views")
-    assert_one_line_error(*run(["predict", fitted, data[0] / "x.npy", "--n-views", "4"], capsys),
-                          "--n-views 4 goes with --views shift|deform.")
+                          "unrecognized arguments: --views shift")

@@ -342,7 +342,7 @@ def test_mixed_bfloat16_estimator_round_trips_and_exports_float32(tmp_path):
     # kernels; CPUs with native bfloat16 such as AVX-512 BF16): each is a bfloat16
     # rounding of the same float32 net, so they differ by at most twice the eager
     # net's own distance to its float32 twin (same weights, float32 compute).
-    twin, _ = build_spectralnet(x.shape[1], k, hidden_units=(32, 32),
+    twin = build_spectralnet(x.shape[1], k, hidden_units=(32, 32),
                                 output_activation=net.output_activation, dtype_policy="float32")
     twin.set_weights(net.model_.get_weights())
     eager = net.transform(x)
@@ -452,10 +452,9 @@ def test_the_saved_parameters_are_json_with_the_parts_by_class(tmp_path):
     net = SpectralNet(k, hidden_units=(8,), max_epochs=1, steps_per_epoch=2, random_state=0,
                       affinity=GaussianKNNAffinity(n_nbrs=4, scale="local")).fit(x)
     state = json.load(open(os.path.join(net.save(str(tmp_path / "s")), "estimator.json")))
-    assert state["format"] == 4
+    assert state["format"] == 5
     assert state["params"]["affinity"] == {"class": "GaussianKNNAffinity", "params": {
-        "n_nbrs": 4, "scale_nbr": 3, "scale": "local", "n_scale_batches": 10,
-        "label_strength": 8.0, "group_weight": "balanced"}}
+        "n_nbrs": 4, "scale_nbr": 3, "scale": "local", "n_scale_batches": 10}}
     assert state["params"]["affinity_embedding"] is None
 
 

@@ -120,42 +120,63 @@ def test_groups_join_their_members_in_the_clusters():
 def test_groups_make_the_minibatches_pairs_of_one_group(monkeypatch):
     """fit passes the training rows' groups, aligned with them, to Algorithm 1."""
     from spectralnet_tf import estimator
+    from spectralnet_tf.constraints import GroupConstraint
 
     x, _, groups = _diagonal_blobs()
     seen = {}
     real = estimator.train_spectralnet
 
-    def spy(model, body, affinity, x_train, *args, groups_train=None, **kwargs):
-        seen.update(z=np.array(x_train), groups=groups_train)
-        return real(model, body, affinity, x_train, *args, groups_train=groups_train, **kwargs)
+    def spy(model, affinity, data, config, *, constraints=(), **kwargs):
+        seen.update(z=np.array(data.x_train), constraints=constraints)
+        return real(model, affinity, data, config, constraints=constraints, **kwargs)
 
     monkeypatch.setattr(estimator, "train_spectralnet", spy)
     SpectralNet(2, hidden_units=(8,), max_epochs=1, random_state=0, verbose=0).fit(
         x, groups=groups)
+    (constraint,) = seen["constraints"]
+    assert isinstance(constraint, GroupConstraint)
     rows = [int(np.flatnonzero(np.all(x == z, axis=1))[0]) for z in seen["z"][:50]]
-    np.testing.assert_array_equal(seen["groups"][:50], groups[rows])
+    np.testing.assert_array_equal(constraint.groups[:50], groups[rows])
     with pytest.raises(ValueError, match=r"groups must hold integer ids, got dtype=float64"):
         SpectralNet(2).fit(x, groups=groups + 0.5)
+
+
+def _setup(x, affinity, constraints, k=2, batch_size=100, seed=0):
+    """A ``train.Setup`` of a fresh net on all of x (a small hold-out of x's
+    first rows), its constraints prepared, as train_spectralnet makes it."""
+    from spectralnet_tf import distribute
+    from spectralnet_tf.networks import build_spectralnet, orthonorm_input
+    from spectralnet_tf.train import Config, Data, Setup
+
+    model = build_spectralnet(x.shape[1], k, (16,), seed=0)
+    data = Data(x, x[:10], x, x[:10])
+    setup = Setup(model, orthonorm_input(model), affinity, data,
+                  Config(batch_size=batch_size, ortho_batch_size=batch_size, seed=seed),
+                  tuple(constraints), distribute.get())
+    for constraint in constraints:
+        constraint.prepare(setup)
+    return setup
 
 
 @pytest.mark.parametrize("points", [400, 200])  # all rows; a subsample drawn as pairs
 def test_the_warm_start_solves_the_graph_with_the_groups_edges(monkeypatch, points):
     """The warm start's eigenvectors are those of the graph the minibatches
     sample, group edges and all: on the four blobs, the diagonals'."""
-    from spectralnet_tf import train
+    from spectralnet_tf import initializers, sampling
     from spectralnet_tf.affinity import GaussianKNNAffinity
+    from spectralnet_tf.constraints import GroupConstraint
     from spectralnet_tf.metrics import grassmann
 
-    monkeypatch.setattr(train, "WARM_START_POINTS", points)
+    monkeypatch.setattr(sampling, "SUBSAMPLE_POINTS", points)
     x, y, groups = _diagonal_blobs()
     affinity = GaussianKNNAffinity(n_nbrs=5).fit(x, batch_size=100)
-    rows, vecs = train.warm_start_eigenvectors(affinity, x, 2, batch_size=100,
-                                               groups=GroupTable(groups))
+    start = initializers.SpectralInit()
+    rows, vecs = start.eigenvectors(_setup(x, affinity, [GroupConstraint(groups)]))
     if points == 200:  # 100 rows and a partner for each, repeats dropped: the pairs are in
         assert 150 <= len(rows) < 200 and len(np.unique(groups[rows])) <= len(rows) - 50
     diagonals = np.eye(2)[y[rows]] / np.sqrt(np.bincount(y[rows]))
     assert grassmann(vecs, diagonals) < 1e-3
-    rows, alone = train.warm_start_eigenvectors(affinity, x, 2, batch_size=100)
+    rows, alone = start.eigenvectors(_setup(x, affinity, []))
     assert grassmann(alone, np.eye(2)[y[rows]]) > 0.1
 
 
@@ -166,46 +187,44 @@ def test_the_balanced_weight_makes_the_groups_term_equal_the_rest_at_initialisat
     (both in the loss's own trace form)."""
     from functools import partial
 
-    from spectralnet_tf import train
+    from spectralnet_tf import constraints
     from spectralnet_tf.affinity import GaussianKNNAffinity
     from spectralnet_tf.groups import group_pairs
     from spectralnet_tf.losses import spectral_loss
-    from spectralnet_tf.networks import build_spectralnet
+    from spectralnet_tf.sampling import sample_rows
 
-    monkeypatch.setattr(train, "GROUP_WEIGHT_BATCHES", 1)
+    monkeypatch.setattr(constraints, "GROUP_WEIGHT_BATCHES", 1)
     x, _, groups = _diagonal_blobs()
     affinity = GaussianKNNAffinity(n_nbrs=5).fit(x, batch_size=100)
-    model = build_spectralnet(2, 2, (16,), seed=0)[0]
+    constraint = constraints.GroupConstraint(groups)
+    setup = _setup(x, affinity, [constraint], seed=3)
+    weight = constraint.weight_
     table = GroupTable(groups)
-    weight = train.balanced_group_weight(model, affinity, x, tf.constant(x), table, 100, seed=3)
     generator = tf.random.Generator.from_seed(3)  # the same draw
-    rows = table.minibatch(generator, partial(train.sample_rows, generator, len(x)), 100)
-    y = model(tf.gather(x, rows))
+    rows = table.minibatch(generator, partial(sample_rows, generator, len(x)), 100)
+    y = setup.model(tf.gather(x, rows))
     same = group_pairs(tf.gather(table.ids, rows))
     assert float(tf.reduce_sum(same)) > 0
     w = affinity.kernel_matrix(tf.gather(x, rows))
     np.testing.assert_allclose(float(spectral_loss(weight * same, y)),
                                float(spectral_loss((1 - same) * w, y)), rtol=1e-4)
-    alone = GroupTable(np.arange(len(x)))  # no pair of one group: nothing to balance
-    assert train.balanced_group_weight(model, affinity, x, tf.constant(x), alone, 100) == 1.0
+    alone = constraints.GroupConstraint(np.arange(len(x)))  # no pair of one group
+    _setup(x, affinity, [alone])
+    assert alone.weight_ == 1.0
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, "auto", True, np.inf])
 def test_a_bad_group_weight_is_named(bad):
-    from spectralnet_tf.affinity import GaussianKNNAffinity
-
     x, _, groups = _diagonal_blobs()
-    with pytest.raises(ValueError, match=r"group_weight must be 'balanced' or a number > 0, got "
-                                         rf"group_weight={re.escape(repr(bad))}\."):
-        SpectralNet(2, affinity=GaussianKNNAffinity(group_weight=bad)).fit(x, groups=groups)
+    with pytest.raises(ValueError, match=r"group_weight must be 'balanced' or a finite number > 0, "
+                                         rf"got group_weight={re.escape(repr(bad))}\."):
+        SpectralNet(2, group_weight=bad).fit(x, groups=groups)
 
 
 def test_the_weight_used_is_kept_in_the_history():
     x, _, groups = _diagonal_blobs()
     params = dict(n_clusters=2, hidden_units=(8,), max_epochs=1, random_state=0)
-    from spectralnet_tf.affinity import GaussianKNNAffinity
-
-    fixed = SpectralNet(**params, affinity=GaussianKNNAffinity(group_weight=2.5))
+    fixed = SpectralNet(**params, group_weight=2.5)
     assert fixed.fit(x, groups=groups).history_["group_weight"] == 2.5
     balanced = SpectralNet(**params).fit(x, groups=groups).history_["group_weight"]
     assert balanced > 0 and balanced != 1.0

@@ -1,5 +1,7 @@
-"""Infinite MNIST: the originals first, then deformations that are
-a function of the index alone, small enough to keep the digit's identity."""
+"""Infinite MNIST (``harness.infimnist``): the originals first, then
+deformations that are a function of the index alone, small enough to keep
+the digit's identity; and the views of its deformation law (``Deform``,
+``Redraw``)."""
 
 import json
 import os
@@ -7,9 +9,11 @@ import os
 import numpy as np
 import pytest
 
-from spectralnet_tf import infimnist as inf
-from spectralnet_tf.datasets import load_dataset, mnist
+from harness import infimnist as inf
+from harness.infimnist import SIDE, Deform, Redraw
+from spectralnet_tf.datasets import mnist
 from spectralnet_tf.streaming import is_lazy, map_batches
+from spectralnet_tf.views import make_view, row_uniforms
 
 needs_mnist = pytest.mark.skipif(
     not os.environ.get("SPECTRALNET_DATA_DIR"), reason="needs SPECTRALNET_DATA_DIR (mnist.npz)")
@@ -46,8 +50,8 @@ def test_field_basis_gives_unit_variance_everywhere():
 @needs_mnist
 def test_originals_come_first_then_deformed_training_digits_with_their_labels(base):
     images, labels = base
-    x, y, k = load_dataset("infimnist", n=inf.N_ORIGINAL + 2 * inf.N_BASE + 5)
-    assert k == 10 and is_lazy(x) and x.shape == (len(y), 784) and x.dtype == np.float32
+    x, y = inf.load(n=inf.N_ORIGINAL + 2 * inf.N_BASE + 5)
+    assert is_lazy(x) and x.shape == (len(y), 784) and x.dtype == np.float32
     np.testing.assert_array_equal(x[69990:70000], images[69990:70000])
     np.testing.assert_array_equal(y[:inf.N_ORIGINAL], labels)
     cycled = np.arange(inf.N_ORIGINAL, len(y))
@@ -210,9 +214,6 @@ def test_run_py_trains_on_infimnist_codes_and_scores_fresh_digits(tmp_path):
     assert results["source_pairs"] is True  # the graph joins digits of one source
     # Codes of the pretrained autoencoder: well above chance even after 10 steps.
     assert results["acc"] > 0.5 and results["test_acc"] > 0.5
-    # The fresh digits' clusters from ten embeddings each: the digit and nine
-    # redraws from its source (found by its index), the digit alone beside it.
-    assert results["test_views"] == 9 and results["test_acc_alone"] > 0.5
     # The ACC is of each source's digits given one cluster (fit's group_labels_);
     # each digit alone beside it, and on each part under the one matching.
     assert results["acc_alone"] > 0.5 and 0 < results["nmi_alone"] < 1
@@ -238,14 +239,13 @@ def test_autoencoders_are_scored_on_infimnist_digits(load_script, tmp_path):
 
 
 def test_a_sparse_selection_generates_only_the_rows_selected(monkeypatch):
-    from spectralnet_tf import infimnist
     from spectralnet_tf.streaming import Rows, block_rows
 
     rng = np.random.default_rng(0)
-    images = rng.uniform(size=(infimnist.N_ORIGINAL, infimnist.SIDE ** 2)).astype(np.float32)
+    images = rng.uniform(size=(inf.N_ORIGINAL, inf.SIDE ** 2)).astype(np.float32)
     # Rows on both sides of the last original digit, spread over 1,200 rows.
-    x = infimnist.InfiMNIST(images, np.arange(infimnist.N_ORIGINAL) % 10, 200_000,
-                            start=infimnist.N_ORIGINAL - 600)
+    x = inf.InfiMNIST(images, np.arange(inf.N_ORIGINAL) % 10, 200_000,
+                      start=inf.N_ORIGINAL - 600)
     rows = np.sort(rng.choice(1200, 40, replace=False))
     made = []
     digits = x.digits
@@ -259,20 +259,19 @@ def test_a_sparse_selection_generates_only_the_rows_selected(monkeypatch):
 
 
 def test_a_selection_of_a_selection_stays_sparse_and_unsorted_rows_are_refused(monkeypatch):
-    from spectralnet_tf import infimnist
     from spectralnet_tf.streaming import Rows
 
     images = np.random.default_rng(1).uniform(
-        size=(infimnist.N_ORIGINAL, infimnist.SIDE ** 2)).astype(np.float32)
-    x = infimnist.InfiMNIST(images, np.arange(infimnist.N_ORIGINAL) % 10, 200_000,
-                            start=infimnist.N_ORIGINAL)
+        size=(inf.N_ORIGINAL, inf.SIDE ** 2)).astype(np.float32)
+    x = inf.InfiMNIST(images, np.arange(inf.N_ORIGINAL) % 10, 200_000,
+                      start=inf.N_ORIGINAL)
     outer = np.arange(0, 200_000, 1000)  # every 1,000th digit, then every 7th of those
     made = []
     digits = x.digits
     monkeypatch.setattr(x, "digits", lambda index: made.append(len(index)) or digits(index))
     got = Rows(Rows(x, outer), np.arange(0, len(outer), 7))[2:5]
     assert made == [3]
-    np.testing.assert_array_equal(got, digits(infimnist.N_ORIGINAL + outer[[14, 21, 28]]))
+    np.testing.assert_array_equal(got, digits(inf.N_ORIGINAL + outer[[14, 21, 28]]))
     with pytest.raises(ValueError, match="strictly increasing"):
         x.take_rows(np.array([5, 3]))
 
@@ -323,3 +322,99 @@ def test_deformation_pairs_and_no_source_pairs_are_refused_together(tmp_path, ca
     assert capsys.readouterr().err.strip().splitlines() == [
         "run.py: error: --deformation-pairs gives SpectralNet's graph the pairs of one source "
         "too; it cannot go with --no-source-pairs."]
+
+
+# ------------------------------------------------ views of the deformation law
+from test_views import digits  # noqa: E402  (the same fake digits the package's views use)
+
+
+def test_deform_is_reproducible_from_index_and_seed_alone():
+    x = digits(40)
+    index = np.arange(1000, 1040)
+    whole = Deform()(x, index, 7)
+    assert not np.array_equal(whole, x)  # it transforms
+    # Each row alone, and the rows in another order, give the same rows.
+    order = np.random.default_rng(1).permutation(40)
+    np.testing.assert_array_equal(Deform()(x[order], index[order], 7), whole[order])
+    np.testing.assert_array_equal(Deform()(x[3:4], index[3:4], 7), whole[3:4])
+    # Another seed, or another index, another deformation of the same row.
+    for other in (Deform()(x, index, 8), Deform()(x, index + 1, 7)):
+        assert np.mean([not np.array_equal(a, b) for a, b in zip(other, whole)]) > 0.8
+
+
+def test_deform_follows_the_infinite_mnist_law_of_the_source_digit():
+    images = digits(3)
+    out = Deform()(images, np.array([0, 1, 2]), 5)
+    assert out.shape == images.shape and out.dtype == np.float32
+    assert 0 <= out.min() and out.max() <= 1
+    # A deformation moves mass a little: the view stays closer to its source
+    # than to the other digits.
+    dist = ((out[:, None] - images[None]) ** 2).sum(-1)
+    assert (dist.argmin(axis=1) == np.arange(3)).all()
+
+
+def test_deforms_normals_are_standard_normal_and_its_uniforms_kept():
+    u = row_uniforms(np.arange(100000), 2, 10)
+    z = inf._normal_then_uniform(u, 8)
+    assert z.dtype == np.float32 and np.isfinite(z).all()
+    normal = z[:, :8]
+    assert abs(normal.mean()) < 0.005 and abs(normal.var() - 1) < 0.01
+    assert abs(np.mean(normal ** 4) - 3) < 0.05  # a normal's fourth moment
+    assert abs(np.corrcoef(normal[:, 0], normal[:, 4])[0, 1]) < 0.01  # cos and sin of a pair
+    np.testing.assert_array_equal(z[:, 8:], u[:, 8:].astype(np.float32))
+
+
+def test_deform_draws_no_block_stream_and_keeps_the_data_sets_law(monkeypatch):
+    x = digits(4000)
+    same_law = inf.deform_at(x, inf.N_ORIGINAL + np.arange(4000))
+
+    def refused(*args):
+        raise AssertionError("a view drew a block of the data set's streams")
+
+    # Each row's draws are its own: none costs a block's, whatever its index.
+    monkeypatch.setattr(inf, "_block_draws", refused)
+    out = Deform()(x, np.arange(4000) * 7919, 3)
+    np.testing.assert_array_equal(Deform()(x[5:6], np.array([5 * 7919]), 3), out[5:6])
+    # The same law as the data set's deformed digits: as far from the source
+    # on average (squared pixel distance), and the ink kept.
+    moved, law = ((out - x) ** 2).sum(1).mean(), ((same_law - x) ** 2).sum(1).mean()
+    assert abs(moved / law - 1) < 0.03
+    assert abs(out.sum(1).mean() / same_law.sum(1).mean() - 1) < 0.01
+
+
+def test_deform_names_rows_that_are_not_28x28_digits():
+    with pytest.raises(ValueError, match="Deform warps 28x28 digits: rows of 784 pixels, got 64"):
+        Deform()(np.zeros((2, 64)), np.arange(2), 0)
+
+
+@needs_mnist
+def test_redraw_views_are_the_law_drawn_afresh_on_each_rows_source():
+    x, _ = inf.load(n=72_000)
+    index = np.arange(70_000, 72_000)  # deformations of training digits 0..1,999
+    rows, sources = x[70_000:], x.images[inf.source_index(index)]
+    views = Redraw()(rows, index, 3)
+    # Each view is made from its row's source, by Deform's draws for (row, seed):
+    # reproducible from (index, seed) alone, whatever rows come with it.
+    np.testing.assert_array_equal(views, Deform()(sources, index, 3))
+    np.testing.assert_array_equal(Redraw()(rows[7:8], index[7:8], 3), views[7:8])
+    # So a view is as far from its source as the data set's own deformations
+    # are (squared pixel distance), where Deform's view of a deformed digit,
+    # deformed twice, lies farther.
+    def dist(a):
+        return ((a - sources) ** 2).sum(1).mean()
+    assert abs(dist(views) / dist(rows) - 1) < 0.05
+    assert dist(Deform()(rows, index, 3)) > 1.1 * dist(rows)
+    # MNIST's own digits are their own sources: there the two views agree.
+    np.testing.assert_array_equal(Redraw()(x[:5], np.arange(5), 3),
+                                  Deform()(x[:5], np.arange(5), 3))
+    with pytest.raises(ValueError, match="Redraw needs infinite MNIST's rows numbered from its "
+                                         "index 0: .* the row with index=0 is not"):
+        Redraw()(x[1:3], np.arange(2), 3)  # digits 1 and 2 numbered as 0 and 1
+    # A Redraw object given as views is copied, so the digits it reads stay off the parameter.
+    given = Redraw()
+    made = make_view(given)
+    made(x[:2], np.arange(2), 0)
+    assert made is not given and made.get_params() == given.get_params()
+    assert getattr(given, "_sources", None) is None
+    with pytest.raises(ValueError, match="Redraw warps 28x28 digits: rows of 784 pixels, got 64"):
+        Redraw()(np.zeros((2, 64)), np.arange(2), 0)

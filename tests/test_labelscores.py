@@ -1,4 +1,4 @@
-"""The labels alone as coordinates of the affinity (its ``label_strength``): the
+"""The labels alone as coordinates of the affinity (``labelscores``): the
 classifier of the labeled points, the extended embedding, the kernel it
 gives, and how the estimator uses them."""
 
@@ -14,7 +14,8 @@ from spectralnet_tf.datasets import rings
 from spectralnet_tf.labelscores import (C_GRID, GAMMA_FACTORS, LabelScores, decision_columns,
                                         fit_label_classifier, kernel_width, machine_params)
 from spectralnet_tf.spectral import poisson_labels
-from spectralnet_tf.train import check_label_classifier, graph_cut, named_cut
+from spectralnet_tf.labelscores import (LABEL_STRENGTH, check_label_classifier, graph_cut,
+                                        label_coordinates, named_cut)
 
 
 def _rings(n=400, noise=0.05, seed=0, outer=2.0):
@@ -147,27 +148,11 @@ def test_a_local_scale_is_measured_as_the_median_neighbour_distance():
     assert np.isclose(kernel_width(aff, x, sample=300), np.median(dist), rtol=1e-5)
 
 
-def test_the_affinity_refits_its_classifier_on_its_own_embedding():
-    """fit_labels again, or fit, starts from the embedding, not from the
-    coordinates an earlier classifier extended."""
-    x, y = _rings(n=200)
-    known = _partial(y)
-    once = GaussianKNNAffinity(n_nbrs=5).fit(x, batch_size=200).fit_labels(x, known, x, seed=1)
-    twice = GaussianKNNAffinity(n_nbrs=5).fit(x, batch_size=200).fit_labels(x, known, x, seed=0)
-    twice.fit_labels(x, known, x, seed=1)
-    assert twice.label_classifier_.n_features_in_ == 2
-    np.testing.assert_array_equal(twice.embed_all(x), once.embed_all(x))
-    refit = twice.fit(x, batch_size=200)
-    assert not hasattr(refit, "label_scores_") and not hasattr(refit, "label_classifier_")
-    assert refit.scale_ == GaussianKNNAffinity(n_nbrs=5).fit(x, batch_size=200).scale_
-    twice.fit_labels(x, known, x, seed=1).set_params(label_strength=0.0).fit_labels(x, known, x)
-    assert twice.embedder() is None
-
-
 def _checked(x, known, seed=0):
+    """The classifier's scores (None where not kept) and the check's record."""
     aff = GaussianKNNAffinity().fit(x, batch_size=360, seed=seed)
-    aff.fit_labels(x, known, x, seed=seed)
-    return aff, check_label_classifier(aff, x, known, batch_size=360, seed=seed)
+    return label_coordinates(aff, x, known, x, batch_size=360, laplacian="unnormalized",
+                             n_clusters=2, seed=seed)
 
 
 def test_the_check_scores_both_graphs_on_the_classifiers_folds():
@@ -178,11 +163,11 @@ def test_the_check_scores_both_graphs_on_the_classifiers_folds():
     hand."""
     x, y = _rings(noise=0.11, outer=1.5)  # noisy rings the graph joins
     known = _partial(y)
-    aff, check = _checked(x, known, seed=3)
+    scores, check = _checked(x, known, seed=3)
     lab = np.flatnonzero(known >= 0)
     plain = GaussianKNNAffinity().fit(x, batch_size=360, seed=3).for_full_data(400, 360)
     w = plain.kernel_matrix(tf.constant(x)).numpy()  # n < a subsample: every point, in order
-    svm, scores = aff.label_classifier_, aff.label_scores_
+    svm = scores.classifier
     cut = graph_cut(w, 2, seed=3)
     right = dict.fromkeys(["classifier", "reshaped_poisson", "reshaped_cut", "poisson", "cut"], 0)
     folds = StratifiedKFold(5, shuffle=True, random_state=3)  # 20 labels of each class
@@ -229,53 +214,44 @@ def test_the_check_keeps_the_classifier_only_where_its_graph_beats_the_graph():
     reshaped graph does, so the graph is left as it is. No check without a
     classifier, or with a class of a single label (no folds)."""
     x, y = _rings()
-    _, check = _checked(x, _partial(y))
-    assert check["reshaped"] == check["graph"] == 1.0 and not check["keep"]
-    aff = GaussianKNNAffinity(label_strength=0.0).fit(x, batch_size=360)
-    assert check_label_classifier(aff.fit_labels(x, _partial(y), x), x, _partial(y),
-                                  batch_size=360) is None
+    scores, check = _checked(x, _partial(y))
+    assert check["reshaped"] == check["graph"] == 1.0 and not check["keep"] and scores is None
     one = np.full_like(y, -1)
     one[[0, 1, 2]] = y[[0, 1, 2]]
     one[np.flatnonzero(y != y[0])[0]] = 1 - y[0]
-    assert check_label_classifier(_checked(x, one)[0], x, one, batch_size=360) is None
+    scores, check = _checked(x, one)  # nothing to check: the classifier stays
+    assert check is None and isinstance(scores, LabelScores)
 
 
 FAST = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=5, random_state=0)
 
 
 @pytest.mark.slow  # five fits
-def test_fit_extends_the_affinity_only_with_labels_of_two_classes_and_a_strength():
+def test_fit_extends_the_affinity_only_with_labels_of_two_classes_where_it_helps():
     x, y = _rings(n=300, noise=0.11, outer=1.5)  # the classifier beats the graph here
     known = _partial(y)
     net = SpectralNet(2, **FAST).fit(x, partial_labels=known)
     assert net.label_check_["keep"]
-    scores = net.affinity_.label_scores_
-    assert isinstance(scores, LabelScores) and net.affinity_.embedder() is scores
-    assert net.affinity_.embedding is None  # a parameter: fit leaves it as it was
-    assert scores.strength == 8.0 and scores.base is None  # the default
-    assert scores.classifier is net.affinity_.label_classifier_
+    scores = net.affinity_.embedding
+    assert isinstance(scores, LabelScores)
+    assert net.affinity == "knn"  # a parameter: fit leaves it as it was
+    assert scores.strength == LABEL_STRENGTH and scores.base is None  # no learned distance
     assert scores.scale == net.affinity_.scale_
-    assert net.affinity_.embed_all(x[:7]).shape == (7, 3)
-    # Off: strength 0, no labels, or every point labeled (the labeled pairs
-    # are then the whole affinity). A refit forgets an earlier classifier.
-    for params, labels in (({"affinity__label_strength": 0.0}, known), ({}, None), ({}, y)):
-        net.set_params(**params).fit(x, partial_labels=labels)
-        assert net.affinity_.embedder() is None
-        assert not hasattr(net.affinity_, "label_scores_") and net.label_check_ is None
-        net.set_params(affinity__label_strength=8.0)
+    assert net.affinity_.coordinates(x[:7]).shape == (7, 3)
+    # Off: no labels, or every point labeled (the labeled pairs are then the
+    # whole affinity). A refit forgets an earlier classifier.
+    for labels in (None, y):
+        net.fit(x, partial_labels=labels)
+        assert net.affinity_.embedding is None and net.label_check_ is None
     # Where the graph alone gets the held-out labels as well, it stays as it is.
     far, far_y = _rings(n=300)
     net.fit(far, partial_labels=_partial(far_y))
-    assert not net.label_check_["keep"] and net.affinity_.embedder() is None
-    with pytest.raises(ValueError, match=r"label_strength must be a number >= 0, got "
-                                         r"label_strength=-1"):
-        SpectralNet(2).set_params(affinity__label_strength=-1).fit(x, partial_labels=known)
+    assert not net.label_check_["keep"] and net.affinity_.embedding is None
 
 
-def test_save_and_load_keep_the_parameter_and_predictions(tmp_path):
+def test_save_and_load_keep_the_predictions(tmp_path):
     x, y = _rings(n=300)
-    net = SpectralNet(2, affinity=GaussianKNNAffinity(label_strength=2.5), **FAST)
+    net = SpectralNet(2, **FAST)
     net.fit(x, partial_labels=_partial(y))
     back = SpectralNet.load(net.save(str(tmp_path / "m")))
-    assert back.affinity.label_strength == 2.5
     np.testing.assert_array_equal(back.predict(x), net.predict(x))

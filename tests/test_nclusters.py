@@ -72,7 +72,7 @@ def test_the_chooser_is_a_part_reached_by_nested_keys():
 @pytest.mark.parametrize("n_clusters, message", [
     (Eigengap(max_clusters=1), "max_clusters must be an integer >= 3, got max_clusters=1"),
     (Eigengap(min_ratio=0.5), "min_ratio must be a number >= 1, got min_ratio=0.5"),
-    ("many", "n_clusters must be an integer >= 1, got n_clusters='many'"),
+    ("many", "n_clusters must be an integer >= 1, 'auto' or an Eigengap, got n_clusters='many'"),
 ])
 def test_bad_choosers_are_refused_naming_the_parameter(n_clusters, message):
     x = np.random.default_rng(0).normal(size=(200, 2)).astype(np.float32)
@@ -109,7 +109,7 @@ def test_a_given_graph_is_solved_whole_not_on_a_subsample():
     x, _ = blobs(5000, 4, sep=8.0, seed=0)
     knn = kneighbors_graph(x, 10)
     graph = sp.csr_matrix(knn + knn.T)
-    coords = PrecomputedAffinity.coordinates(len(x))
+    coords = PrecomputedAffinity().coordinates(x, np.arange(len(x)))
     affinity = PrecomputedAffinity().fit(coords, 1024, graph=graph)
     chooser = Eigengap(n_samples=1000).fit(affinity, coords, 1024)
     assert chooser.n_clusters_ == 4 and chooser.distinct_

@@ -1,12 +1,13 @@
 import numpy as np
 import pytest
 
-from spectralnet_tf.networks import build_spectralnet
+from spectralnet_tf.networks import build_spectralnet, orthonorm_input
 
 
 def _pre_orthonorm(output_activation):
     """Outputs of the size-k layer and of the layer before it, for large inputs."""
-    model, body = build_spectralnet(3, 2, (8, 8), seed=0, output_activation=output_activation)
+    model = build_spectralnet(3, 2, (8, 8), seed=0, output_activation=output_activation)
+    body = orthonorm_input(model)
     x = np.random.default_rng(0).normal(scale=50.0, size=(64, 3)).astype("float32")
     dense_out = model.layers[-2]
     hidden = x
@@ -26,9 +27,10 @@ def test_tanh_output_layer_squashes_and_linear_one_does_not():
 
 def test_mixed_bfloat16_runs_the_hidden_layers_in_bfloat16_and_keeps_float32_outputs():
     x = np.random.default_rng(1).normal(size=(256, 3)).astype("float32")
-    f32, _ = build_spectralnet(3, 2, (64, 64), seed=0, output_activation="linear")
-    bf16, body = build_spectralnet(3, 2, (64, 64), seed=0, output_activation="linear",
-                                   dtype_policy="mixed_bfloat16")
+    f32 = build_spectralnet(3, 2, (64, 64), seed=0, output_activation="linear")
+    bf16 = build_spectralnet(3, 2, (64, 64), seed=0, output_activation="linear",
+                             dtype_policy="mixed_bfloat16")
+    body = orthonorm_input(bf16)
     assert [layer.compute_dtype for layer in bf16.layers] == [
         "bfloat16", "bfloat16", "float32", "float32"]
     # Same float32 weights (same seeds); only the hidden computation is rounded.
@@ -54,7 +56,7 @@ def test_auto_dtype_policy_follows_the_hardwares_bfloat16_units(monkeypatch, tmp
         assert hardware.resolve_dtype_policy("auto") == policy
         assert hardware.resolve_dtype_policy("float32") == "float32"
         assert hardware.resolve_dtype_policy("mixed_bfloat16") == "mixed_bfloat16"
-        model, _ = build_spectralnet(3, 2, (8,), dtype_policy="auto")
+        model = build_spectralnet(3, 2, (8,), dtype_policy="auto")
         assert model.get_layer("dense1").dtype_policy.name == policy
         assert model.get_layer("dense_out").dtype_policy.name == "float32"
 

@@ -107,7 +107,7 @@ def test_a_parameter_grid_over_nested_keys_fits_each_setting():
 def test_a_callable_embedding_is_used_as_it_is():
     double = lambda z: 2 * z  # noqa: E731
     net = SpectralNet(affinity_embedding=double, **FAST).fit(_x())
-    assert net.affinity_embedding_ is double and net.affinity_.embedding is double
+    assert net.affinity_embedding_.model_ is double and net.affinity_.embedding is double
     assert not hasattr(net, "siamese_")
 
 

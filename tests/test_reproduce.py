@@ -38,7 +38,7 @@ def _fails(argv, capsys):
         (["--labeled-fraction", "1.5"], "argument --labeled-fraction: must be a number in [0, 1), got '1.5'"),
         (["--label-weight", "-1"], "argument --label-weight: must be a number >= 0.0, got '-1'"),
         (["--labeled-share", "2"], "argument --labeled-share: must be a number in [0, 1), got '2'"),
-        (["--label-weight", "inf"], "label_weight must be a number >= 0, got label_weight=inf"),
+        (["--label-weight", "inf"], "label_weight must be a finite number >= 0, got label_weight=inf"),
         (["--kernel", "rbf"], "argument --kernel: invalid choice: 'rbf'"),
         (["--bogus"], "unrecognized arguments: --bogus"),
         (["--batch-size", "5000"], "batch_size=5000 is larger than the 1350 training points"),
@@ -52,11 +52,6 @@ def _fails(argv, capsys):
                                "--affinity siamese."),
         (["--n-views", "2"], "--n-views 2 pairs views in the Siamese distance; it needs "
                              "--affinity siamese."),
-        (["--graph-views", "1"], "--graph-views 1 trains on the Siamese net's views; it needs "
-                                 "--affinity siamese and --views."),
-        (["--graph-views", "-1"], "argument --graph-views: must be an integer >= 0, got '-1'"),
-        (["--affinity", "siamese", "--graph-views", "1"],
-         "graph_views=1 trains SpectralNet on the views; it needs views, got views=None."),
         (["--affinity", "siamese", "--views", "shift"],
          "--views shift: Shift needs square images: rows of side**2 pixels, got 2 columns"),
         (["--affinity", "siamese", "--siamese-nbrs", "0"],

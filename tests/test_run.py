@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from harness import reproduce as cli
+from harness.infimnist import Deform, Redraw
 from spectralnet_tf.datasets import load_dataset
 from spectralnet_tf.siamese import SiameseEmbedding
 
@@ -54,7 +55,7 @@ def test_paper_preset_is_appendix_c_and_flags_still_override():
     assert siamese.hidden_units == (1024, 1024, 512, 10)
     assert siamese.output_activation == "relu" and siamese.n_nbrs == 2
     assert (affinity.n_nbrs, affinity.scale_nbr, affinity.scale) == (2, 1, "global")
-    assert (config["batch_size"], config["ortho_batch_size"], siamese.batch_size) == (1024, 1024, 128)
+    assert (config["batch_size"], siamese.batch_size) == (1024, 128)
     assert config["learning_rate"] == siamese.learning_rate == 1e-3
     assert config["patience"] == 10 and config["min_lr"] == 1e-8 and config["init"] == "random"
     assert (siamese.patience, siamese.min_lr) == (10, 1e-8)  # the paper's, for both nets
@@ -88,26 +89,22 @@ def test_flags_override_the_dataset_config():
     assert flat(infi) == {**flat(lean),
                           "steps_per_epoch": 61, "affinity_embedding__steps_per_epoch": 1107,
                           "max_epochs": 60, "affinity_embedding__max_epochs": 60,
-                          "affinity_embedding__views": "redraw",
+                          "affinity_embedding__views": infi["affinity_embedding"].views,
+                          "affinity_embedding__views__data_dir": None,
                           "affinity_embedding__max_samples": 70_000,
                           "affinity_embedding__group_pairs": False}
-    # --split: views of the deformation law, and as many of them of each
-    # training digit in SpectralNet's training set as each test digit is
-    # predicted from; nothing else changes. --views names another law.
+    assert isinstance(infi["affinity_embedding"].views, Redraw)  # infinite MNIST's own law
+    # --split trains the all-70k job's recipe on the 60k: the same config.
     split = cli.build_config(cli.parse_args(["--dset", "mnist", "--split"]))
-    assert flat(split) == {**flat(lean), "affinity_embedding__graph_views": 9,
-                           "affinity_embedding__views": "deform"}
-    shifts = cli.build_config(cli.parse_args(["--dset", "mnist", "--split", "--views", "shift"]))
-    assert flat(shifts) == {**flat(lean), "affinity_embedding__graph_views": 9}
+    assert flat(split) == flat(lean)
+    deformed = cli.build_config(cli.parse_args(["--dset", "mnist", "--split", "--views",
+                                                "deform"]))
+    assert isinstance(deformed["affinity_embedding"].views, Deform)
+    assert cli.build_config(cli.parse_args(
+        ["--dset", "mnist", "--views", "none"]))["affinity_embedding"].views is None
     # A config without views (the paper's preset) stays without them.
     preset = cli.build_config(cli.parse_args(["--dset", "mnist", "--split", "--preset", "paper"]))
-    assert (preset["affinity_embedding"].views, preset["affinity_embedding"].graph_views) == (
-        None, 0)
-    assert lean["affinity_embedding"].graph_views == 0
-    for flags, expected in ((["--test-views", "3"], 3), (["--test-views", "0"], 0),
-                            (["--graph-views", "2"], 2), (["--views", "none"], 0)):
-        assert cli.build_config(cli.parse_args(
-            ["--dset", "mnist", "--split", *flags]))["affinity_embedding"].graph_views == expected
+    assert preset["affinity_embedding"].views is None
     assert cli.build_config(cli.parse_args(
         ["--dset", "mnist", "--split", "--affinity", "euclidean"]))["affinity_embedding"] is None
     # --affinity siamese names the distance the config already has: its

@@ -171,10 +171,10 @@ def test_siamese_embedding_names_a_bad_parameter():
         (dict(hidden_units=()), r"hidden_units=\(\)"),
         (dict(output_activation="sigmoid"), r"output_activation must be one of .*'sigmoid'"),
         (dict(positives_per_point=0), r"positives_per_point=0"),
-        (dict(learning_rate=0), r"learning_rate must be a number > 0, got learning_rate=0"),
+        (dict(learning_rate=0), r"learning_rate must be a finite number > 0, got learning_rate=0"),
         (dict(neighbors="faiss"), r"neighbors must be one of .*got neighbors='faiss'"),
         (dict(dtype_policy="bfloat16"), r"dtype_policy must be one of .*'bfloat16'"),
-        (dict(max_samples=1), r"max_samples must be an integer >= 2, got max_samples=1"),
+        (dict(max_samples=1), r"max_samples must be None or an integer >= 2, got max_samples=1"),
     ]:
         with pytest.raises(ValueError, match=match):
             SiameseEmbedding(**kwargs).check_params()

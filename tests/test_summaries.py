@@ -41,5 +41,5 @@ def test_event_files_hold_every_curve_once_per_epoch(tmp_path):
 
 
 def test_log_dir_must_be_a_path():
-    with pytest.raises(ValueError, match="log_dir must be a path or None, got log_dir=3"):
+    with pytest.raises(ValueError, match="log_dir must be None or a path, got log_dir=3"):
         SpectralNet(2, log_dir=3).fit(np.zeros((50, 2)) + np.arange(50)[:, None])

@@ -1,20 +1,14 @@
 """Views: transformed copies of a point as Siamese positives (``views``)."""
 
-import json
-import re
-import os
-
 import numpy as np
 import pytest
 
-from spectralnet_tf.infimnist import SIDE
 from spectralnet_tf.siamese import SiameseEmbedding, make_pairs
 from spectralnet_tf.streaming import LazyRows
-from spectralnet_tf.views import (Deform, Redraw, Shift, ViewRows, make_view, row_uniforms,
-                                  view_seeds)
+from spectralnet_tf.views import Shift, ViewRows, make_view, row_uniforms, view_seeds
 
-needs_mnist = pytest.mark.skipif(
-    not os.environ.get("SPECTRALNET_DATA_DIR"), reason="needs SPECTRALNET_DATA_DIR (mnist.npz)")
+#: The side of the test images (MNIST's).
+SIDE = 28
 
 
 def digits(n, seed=0):
@@ -27,8 +21,8 @@ def digits(n, seed=0):
     return x.reshape(n, -1)
 
 
-@pytest.mark.parametrize("view", [Shift(), Deform()], ids=["shift", "deform"])
-def test_a_view_is_reproducible_from_index_and_seed_alone(view):
+def test_a_view_is_reproducible_from_index_and_seed_alone():
+    view = Shift()
     x = digits(40)
     index = np.arange(1000, 1040)
     whole = view(x, index, 7)
@@ -65,17 +59,6 @@ def test_row_uniforms_are_uniform_and_depend_on_index_seed_and_column():
     assert u.shape == (100000, 2) and 0 <= u.min() and u.max() < 1
     assert abs(u.mean() - 0.5) < 0.01 and abs(np.corrcoef(u[:, 0], u[:, 1])[0, 1]) < 0.01
     assert abs(np.corrcoef(u[:, 0], row_uniforms(np.arange(100000), 4, 2)[:, 0])[0, 1]) < 0.01
-
-
-def test_deform_follows_the_infinite_mnist_law_of_the_source_digit():
-    images = digits(3)
-    out = Deform()(images, np.array([0, 1, 2]), 5)
-    assert out.shape == images.shape and out.dtype == np.float32
-    assert 0 <= out.min() and out.max() <= 1
-    # A deformation moves mass a little: the view stays closer to its source
-    # than to the other digits.
-    dist = ((out[:, None] - images[None]) ** 2).sum(-1)
-    assert (dist.argmin(axis=1) == np.arange(3)).all()
 
 
 def test_view_positives_pair_each_point_with_a_view_of_itself():
@@ -175,82 +158,6 @@ def test_view_rows_of_several_seeds_read_each_source_row_once():
     assert Counting.read == 50  # each row once, for all three views
 
 
-def test_deforms_normals_are_standard_normal_and_its_uniforms_kept():
-    from spectralnet_tf.views import _normal_then_uniform
-    u = row_uniforms(np.arange(100000), 2, 10)
-    z = _normal_then_uniform(u, 8)
-    assert z.dtype == np.float32 and np.isfinite(z).all()
-    normal = z[:, :8]
-    assert abs(normal.mean()) < 0.005 and abs(normal.var() - 1) < 0.01
-    assert abs(np.mean(normal ** 4) - 3) < 0.05  # a normal's fourth moment
-    assert abs(np.corrcoef(normal[:, 0], normal[:, 4])[0, 1]) < 0.01  # cos and sin of a pair
-    np.testing.assert_array_equal(z[:, 8:], u[:, 8:].astype(np.float32))
-
-
-def test_deform_draws_no_block_stream_and_keeps_the_data_sets_law(monkeypatch):
-    from spectralnet_tf import infimnist
-    x = digits(4000)
-    same_law = infimnist.deform_at(x, infimnist.N_ORIGINAL + np.arange(4000))
-
-    def refused(*args):
-        raise AssertionError("a view drew a block of the data set's streams")
-
-    # Each row's draws are its own: none costs a block's, whatever its index.
-    monkeypatch.setattr(infimnist, "_block_draws", refused)
-    out = Deform()(x, np.arange(4000) * 7919, 3)
-    np.testing.assert_array_equal(Deform()(x[5:6], np.array([5 * 7919]), 3), out[5:6])
-    # The same law as the data set's deformed digits: as far from the source
-    # on average (squared pixel distance), and the ink kept.
-    moved, law = ((out - x) ** 2).sum(1).mean(), ((same_law - x) ** 2).sum(1).mean()
-    assert abs(moved / law - 1) < 0.03
-    assert abs(out.sum(1).mean() / same_law.sum(1).mean() - 1) < 0.01
-
-
-@needs_mnist
-def test_redraw_views_are_the_law_drawn_afresh_on_each_rows_source():
-    from spectralnet_tf import infimnist
-    from spectralnet_tf.datasets import infimnist as load
-
-    x, _ = load(n=72_000)
-    index = np.arange(70_000, 72_000)  # deformations of training digits 0..1,999
-    rows, sources = x[70_000:], x.images[infimnist.source_index(index)]
-    views = Redraw()(rows, index, 3)
-    # Each view is made from its row's source, by Deform's draws for (row, seed):
-    # reproducible from (index, seed) alone, whatever rows come with it.
-    np.testing.assert_array_equal(views, Deform()(sources, index, 3))
-    np.testing.assert_array_equal(Redraw()(rows[7:8], index[7:8], 3), views[7:8])
-    # So a view is as far from its source as the data set's own deformations
-    # are (squared pixel distance), where Deform's view of a deformed digit,
-    # deformed twice, lies farther.
-    def dist(a):
-        return ((a - sources) ** 2).sum(1).mean()
-    assert abs(dist(views) / dist(rows) - 1) < 0.05
-    assert dist(Deform()(rows, index, 3)) > 1.1 * dist(rows)
-    # MNIST's own digits are their own sources: there the two views agree.
-    np.testing.assert_array_equal(Redraw()(x[:5], np.arange(5), 3),
-                                  Deform()(x[:5], np.arange(5), 3))
-    with pytest.raises(ValueError, match="Redraw needs infinite MNIST's rows numbered from its "
-                                         "index 0: .* the row with index=0 is not"):
-        Redraw()(x[1:3], np.arange(2), 3)  # digits 1 and 2 numbered as 0 and 1
-    # A Redraw object given as views is copied, so the digits it reads stay off the parameter.
-    given = Redraw()
-    made = make_view(given)
-    made(x[:2], np.arange(2), 0)
-    assert made is not given and made.get_params() == given.get_params()
-    assert getattr(given, "_sources", None) is None
-    with pytest.raises(ValueError, match="Redraw warps 28x28 digits: rows of 784 pixels, got 64"):
-        Redraw()(np.zeros((2, 64)), np.arange(2), 0)
-
-
-def test_redraw_saves_as_a_part_by_class_and_parameters():
-    from spectralnet_tf.export import part_from_json, part_to_json
-
-    saved = part_to_json(Redraw(data_dir="/data"))
-    assert saved == {"class": "Redraw", "params": {"data_dir": "/data"}}
-    loaded = part_from_json(json.loads(json.dumps(saved)))
-    assert isinstance(loaded, Redraw) and loaded.data_dir == "/data"
-
-
 @pytest.mark.parametrize("call, message", [
     (lambda: Shift()(np.zeros((2, 10)), np.arange(2), 0),
      "Shift needs square images: rows of side\\*\\*2 pixels, got 10 columns"),
@@ -258,18 +165,14 @@ def test_redraw_saves_as_a_part_by_class_and_parameters():
      r"Shift\(side=3\) needs rows of 9 pixels, got 16"),
     (lambda: Shift(max_shift=-1)(np.zeros((2, 16)), np.arange(2), 0),
      "max_shift must be an integer >= 0, got max_shift=-1"),
-    (lambda: Deform()(np.zeros((2, 64)), np.arange(2), 0),
-     "Deform warps 28x28 digits: rows of 784 pixels, got 64"),
     (lambda: Shift()(np.zeros((2, 16)), np.arange(2), -1),
      r"seed must be an integer in \[0, 16777215\], got seed=-1"),
     (lambda: Shift()(np.zeros((2, 16)), np.arange(3), 0),
      r"got x.shape=\(2, 16\) and index.shape=\(3,\)"),
     (lambda: make_view("rotate"),
-     r"views must be one of \('shift', 'deform', 'redraw'\) or a callable "
-     r"view\(x, index, seed\), "
-     r"got views='rotate'"),
+     r"views must be 'shift' or a callable view\(x, index, seed\), got views='rotate'"),
     (lambda: SiameseEmbedding(views="shift", n_views=0).check_params(),
-     "n_views must be an integer >= 1, got n_views=0"),
+     "n_views must be 'auto' or an integer >= 1, got n_views=0"),
     (lambda: SiameseEmbedding(n_nbrs=0).check_params(),
      "n_nbrs must be an integer >= 1, got n_nbrs=0"),
     (lambda: make_pairs(np.zeros((10, 2)), 0),
@@ -317,243 +220,17 @@ def test_views_save_by_class_and_parameters_and_a_custom_one_is_refused(tmp_path
 
     x = np.random.default_rng(0).uniform(size=(200, 16)).astype(np.float32)  # 4x4 images
 
-    def fitted(views, graph_views=0):
-        emb = SiameseEmbedding(hidden_units=(8, 3), n_nbrs=1, views=views, max_epochs=1,
-                               graph_views=graph_views)
+    def fitted(views):
+        emb = SiameseEmbedding(hidden_units=(8, 3), n_nbrs=1, views=views, max_epochs=1)
         return SpectralNet(2, hidden_units=(8,), max_epochs=1, steps_per_epoch=2,
                            affinity_embedding=emb, random_state=0).fit(x)
 
-    path = fitted(Shift(max_shift=1), graph_views=1).save(str(tmp_path / "shift"))
+    path = fitted(Shift(max_shift=1)).save(str(tmp_path / "shift"))
     state = json.load(open(os.path.join(path, "estimator.json")))
     assert state["params"]["affinity_embedding"]["params"]["views"] == {
         "class": "Shift", "params": {"max_shift": 1, "side": None}}
     loaded = SpectralNet.load(path).affinity_embedding
     assert isinstance(loaded.views, Shift) and loaded.views.max_shift == 1
-    assert loaded.graph_views == 1
     with pytest.raises(ValueError, match="views callable of your own is not supported"):
         fitted(CountingView()).save(str(tmp_path / "custom"))
     assert not (tmp_path / "custom").exists()
-
-
-def jitter(x, index, seed):
-    """A view of any rows: each moved by a small offset drawn from (index, seed)."""
-    return x + 4 * (row_uniforms(index, seed, x.shape[1]) - 0.5).astype(np.float32)
-
-
-@pytest.fixture(scope="module")
-def blobs_net():
-    from sklearn.datasets import make_blobs
-
-    from spectralnet_tf import SpectralNet
-
-    x, _ = make_blobs(400, n_features=4, centers=3, cluster_std=2.5, random_state=0)
-    x = x.astype(np.float32)
-    net = SpectralNet(3, hidden_units=(16,), max_epochs=2, affinity_embedding=None,
-                      random_state=0, verbose=0).fit(x)
-    return net, x
-
-
-@pytest.mark.slow  # an estimator fit
-def test_predict_with_views_assigns_the_mean_unit_row_of_the_point_and_its_views(
-        blobs_net, monkeypatch):
-    from spectralnet_tf import estimator
-
-    net, x = blobs_net
-    index, seed = np.arange(len(x)) + 500, 3
-    rows = [net.transform(x)] + [net.transform(jitter(x, index, s)) for s in view_seeds(seed, 4)]
-    unit = [r / np.linalg.norm(r, axis=1, keepdims=True) for r in rows]
-    mean = np.mean(unit, axis=0)
-    mean /= np.linalg.norm(mean, axis=1, keepdims=True)
-    distances = np.linalg.norm(mean[:, None] - net.cluster_centers_[None], axis=2)
-    expected = distances.argmin(axis=1)
-    got = net.predict(x, views=jitter, n_views=4, index=index, seed=seed)
-    assert (got != net.predict(x)).any()  # the views move some points across
-    np.testing.assert_array_equal(got, expected)
-    # In chunks of a few rows, the same labels.
-    monkeypatch.setattr(estimator, "VIEW_CHUNK", 37)
-    np.testing.assert_array_equal(net.predict(x, views=jitter, n_views=4, index=index,
-                                              seed=seed), expected)
-    # A view that leaves the rows as they are: the point alone.
-    same = net.predict(x, views=lambda rows, index, seed: rows, n_views=3)
-    np.testing.assert_array_equal(same, net.labels_)
-
-
-@pytest.mark.slow  # an estimator fit
-def test_predict_with_views_reads_a_row_source_or_a_dataset_as_the_array(
-        blobs_net, tmp_path, monkeypatch):
-    import h5py
-    import tensorflow as tf
-
-    from spectralnet_tf import estimator
-
-    net, x = blobs_net
-    monkeypatch.setattr(estimator, "VIEW_CHUNK", 37)  # several chunks of the source
-    kwargs = dict(views=jitter, n_views=3, index=np.arange(len(x)) + 7, seed=2)
-    expected = net.predict(x, **kwargs)
-    with h5py.File(tmp_path / "x.h5", "w") as f:
-        f["x"] = x
-    with h5py.File(tmp_path / "x.h5", "r") as f:
-        np.testing.assert_array_equal(net.predict(f["x"], **kwargs), expected)
-    batched = tf.data.Dataset.from_tensor_slices(x).batch(50)
-    np.testing.assert_array_equal(net.predict(batched, **kwargs), expected)
-
-
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(views=jitter, n_views=0), "n_views must be an integer >= 1, got n_views=0"),
-    (dict(views=jitter, seed=-1), "seed must be an integer >= 0, got seed=-1"),
-    (dict(views="rotate"), r"views must be one of .* got views='rotate'"),
-    (dict(views=jitter, index=np.arange(3)),
-     r"index must hold one integer row number per row of X, shape \(400,\), got "
-     r"index.shape=\(3,\) and index.dtype=int64"),
-    (dict(views=jitter, index=np.zeros(400)),
-     r"got index.shape=\(400,\) and index.dtype=float64"),
-])
-@pytest.mark.slow  # an estimator fit
-def test_predict_refuses_bad_views_arguments_by_name(blobs_net, kwargs, message):
-    net, x = blobs_net
-    with pytest.raises(ValueError, match=message):
-        net.predict(x, **kwargs)
-
-
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(n_views=3), r"n_views goes with views, got n_views=3 and views=None\."),
-    (dict(index=[0, 1]), r"index goes with views, got index=\[0, 1\] and views=None\."),
-    (dict(seed=4), r"seed goes with views, got seed=4 and views=None\."),
-])
-def test_predict_refuses_view_settings_without_views(kwargs, message):
-    from spectralnet_tf import SpectralNet
-
-    with pytest.raises(ValueError, match=message):
-        SpectralNet(2).predict(np.zeros((2, 4)), **kwargs)
-
-
-def test_predict_with_views_before_fit_is_not_fitted():
-    from sklearn.exceptions import NotFittedError
-
-    from spectralnet_tf import SpectralNet
-
-    with pytest.raises(NotFittedError):
-        SpectralNet(2).predict(np.zeros((2, 4)), views=jitter, n_views=0)
-
-
-class _Stop(Exception):
-    """Raised by a spy to end a fit once it has seen what it checks."""
-
-
-def _spy_on_fit(monkeypatch):
-    """What SpectralNet.fit hands the Siamese net (its points, views and seed)
-    and F_theta's training (its rows, groups, labels, steps, the hold-out's
-    size), in the dict returned; the fit ends with _Stop before F_theta trains."""
-    from spectralnet_tf import estimator, siamese
-
-    seen = {}
-    real_fit = siamese.SiameseEmbedding.fit
-
-    def siamese_spy(self, z, *args, view_coords=None, seed=0, **kwargs):
-        seen.update(siamese_z=np.array(z), view_coords=np.array(view_coords), seed=seed)
-        return real_fit(self, z, *args, view_coords=view_coords, seed=seed, **kwargs)
-
-    def spectral_spy(model, body, affinity, x_train, x_val, *args, groups_train=None,
-                     y_train=None, y_val=None, steps_per_epoch=None, **kwargs):
-        seen.update(z=np.array(x_train), groups=groups_train, y=y_train, steps=steps_per_epoch,
-                    n_val=(len(x_val), len(y_val)))
-        raise _Stop
-
-    monkeypatch.setattr(siamese.SiameseEmbedding, "fit", siamese_spy)
-    monkeypatch.setattr(estimator, "train_spectralnet", spectral_spy)
-    return seen
-
-
-def _rows_of(x, z):
-    """The row number in x of each row of z."""
-    return np.array([int(np.flatnonzero(np.all(x == row, axis=1))[0]) for row in z])
-
-
-@pytest.mark.parametrize("user_groups", [False, True])
-def test_graph_views_join_the_siamese_nets_first_views_to_their_points(monkeypatch,
-                                                                         user_groups):
-    """F_theta's training set with graph_views: the training points, then each
-    of their views in turn (those the Siamese net paired first), every view
-    in one group with its point and with its point's label; the validation
-    hold-out keeps the points alone."""
-    from spectralnet_tf import SpectralNet
-
-    x = np.random.default_rng(0).normal(size=(300, 4)).astype(np.float32)
-    user = np.arange(300) // 3 + 1000  # the user's groups: threes of rows
-    known = np.where(np.arange(300) % 5 == 0, np.arange(300) % 3, -1)  # a fifth labelled
-    seen = _spy_on_fit(monkeypatch)
-    emb = SiameseEmbedding(hidden_units=(8, 3), n_nbrs=1, views=jitter, n_views=3, max_epochs=1,
-                           graph_views=2)
-    net = SpectralNet(3, hidden_units=(8,), batch_size=12, affinity_embedding=emb,
-                      random_state=0)
-    with pytest.raises(_Stop):
-        net.fit(x, groups=user if user_groups else None,
-                partial_labels=known if user_groups else None)
-    m = len(seen["siamese_z"])  # the training points: the Siamese net's, all of them
-    assert m == 270 and seen["z"].shape == (3 * m, 4)
-    np.testing.assert_array_equal(seen["z"][:m], seen["siamese_z"])
-    for v in range(2):  # view v of every point: the Siamese net's view v, as it was
-        np.testing.assert_array_equal(seen["z"][m * (v + 1):m * (v + 2)], seen["view_coords"][v])
-    rows = _rows_of(x, seen["z"][:m])
-    ids = user[rows] if user_groups else np.asarray(rows)
-    np.testing.assert_array_equal(seen["groups"], np.tile(ids, 3))
-    labels = known[rows] if user_groups else np.full(m, -1)
-    np.testing.assert_array_equal(seen["y"], np.tile(labels, 3))  # a view has its point's
-    assert seen["n_val"] == (30, 30)
-    assert seen["steps"] == net.plan(300, 4).steps_per_epoch == 3 * m // 12 > 50  # not the least
-    assert net.set_params(steps_per_epoch=7).plan(300, 4).steps_per_epoch == 7  # as given
-
-
-@pytest.mark.parametrize("n_views, graph_views, max_samples, passes", [
-    (2, 3, None, 1), (3, 2, None, 1), (2, 3, 150, 1), (3, 2, 150, 2)])
-def test_both_nets_views_are_made_once_as_each_would_alone(monkeypatch, n_views, graph_views,
-                                                           max_samples, passes):
-    """With graph_views the views are made in one pass for both nets, as
-    many as either takes (two passes only where the Siamese net draws fewer
-    rows and takes more views, which one pass would make for every row): the
-    Siamese net gets the first n_views on the rows it draws, F_theta the
-    first graph_views of every training row, each equal to the view made on
-    its own from (row, seed)."""
-    from spectralnet_tf import SpectralNet, siamese
-
-    x = np.random.default_rng(1).normal(size=(300, 4)).astype(np.float32)
-    seen = _spy_on_fit(monkeypatch)
-    real_views = siamese.SiameseEmbedding.view_coordinates
-    made = []
-
-    def views_spy(self, *args, **kwargs):
-        made.append(kwargs.get("n_views"))
-        return real_views(self, *args, **kwargs)
-
-    monkeypatch.setattr(siamese.SiameseEmbedding, "view_coordinates", views_spy)
-    emb = SiameseEmbedding(hidden_units=(8, 3), n_nbrs=1, views=jitter, n_views=n_views,
-                           max_epochs=1, max_samples=max_samples, graph_views=graph_views)
-    with pytest.raises(_Stop):
-        SpectralNet(3, hidden_units=(8,), batch_size=12, affinity_embedding=emb,
-                    random_state=0).fit(x)
-    assert len(made) == passes
-    if passes == 1:
-        assert made == [max(n_views, graph_views)]
-
-    m = 270
-    train_rows = _rows_of(x, seen["z"][:m])
-    alone = emb.view_coordinates(x, seen["seed"], rows=train_rows, n_views=graph_views)
-    for v in range(graph_views):
-        np.testing.assert_array_equal(seen["z"][m * (v + 1):m * (v + 2)], alone[v])
-    siamese_rows = _rows_of(x, seen["siamese_z"])
-    assert len(siamese_rows) == (max_samples or m) and set(siamese_rows) <= set(train_rows)
-    np.testing.assert_array_equal(seen["view_coords"],
-                                  emb.view_coordinates(x, seen["seed"], rows=siamese_rows))
-    assert seen["view_coords"].shape == (n_views, max_samples or m, 4)
-
-
-@pytest.mark.parametrize("params, message", [
-    (dict(graph_views=-1), "graph_views must be an integer >= 0, got graph_views=-1."),
-    (dict(graph_views=1.5), "graph_views must be an integer >= 0, got graph_views=1.5."),
-    (dict(graph_views=2), "graph_views=2 trains SpectralNet on the views; it needs views, "
-                          "got views=None.")])
-def test_bad_graph_views_name_the_argument_and_value(params, message):
-    from spectralnet_tf import SpectralNet
-
-    with pytest.raises(ValueError, match=re.escape(message)):
-        SpectralNet(2, affinity_embedding=SiameseEmbedding(**params)).plan(100, 4)

@@ -28,7 +28,10 @@ files that cannot be had here; this is our deformation, not theirs.
 
 import numpy as np
 
-from .streaming import LazyRows, check_indices
+from sklearn.base import BaseEstimator
+
+from spectralnet_tf.streaming import LazyRows, check_indices
+from spectralnet_tf.views import check_view_call, row_uniforms
 
 #: MNIST's digits (training, then test) come first, as they are.
 N_ORIGINAL = 70000
@@ -279,3 +282,115 @@ def bilinear(images, rows, cols, side=SIDE, pad=2):
     idx += width
     bottom = flat[idx] + (flat[idx + 1] - flat[idx]) * fc
     return top + (bottom - top) * fr
+
+
+def load(seed=0, data_dir=None, n=70000, start=0):
+    """Infinite MNIST (``InfiMNIST``): rows ``start .. start + n``, MNIST's
+    70,000 digits first, then deformed training digits, generated a slice at
+    a time (never all in memory), and their labels. The data set is fixed:
+    ``seed`` is ignored, as for ``datasets.mnist``. Reads ``mnist.npz`` as
+    ``datasets.mnist`` does."""
+    from spectralnet_tf.datasets import mnist
+
+    images, labels = mnist(data_dir=data_dir)
+    source = InfiMNIST(images, labels, n, start)
+    return source, source.labels
+
+
+# Views of the deformation law (``SiameseEmbedding(views=...)``), for the
+# infinite-MNIST job: made here, handed to the package as view callables.
+
+def _check_digits(view, x, index, seed):
+    """``views.check_view_call``, and rows of 28x28 pixels (the law's)."""
+    x, index, seed = check_view_call(x, index, seed)
+    width = SIDE * SIDE
+    if x.shape[1] != width:
+        raise ValueError(f"{view} warps 28x28 digits: rows of {width} pixels, got "
+                         f"{x.shape[1]}.")
+    return x, index, seed
+
+
+class Deform(BaseEstimator):
+    """Infinite MNIST's deformation law (``infimnist``): an elastic field, a
+    small affine map and a translation, drawn for each (index, seed) from
+    ``row_uniforms`` (the normals by the Box-Muller transform), so that a
+    row's draws cost the same whatever its index: the data set's own streams
+    draw a block of rows at a time. Rows are 28x28 images in [0, 1]."""
+
+    def __call__(self, x, index, seed):
+        x, index, seed = _check_digits("Deform", x, index, seed)
+        def deformation_of(rows, basis):
+            count = draws_per_digit(basis)
+            draws = _normal_then_uniform(row_uniforms(index[rows], seed, count),
+                                         count - UNIFORMS_PER_DIGIT)
+            return deformation_from_draws(draws, basis)
+
+        return warp_in_chunks(x, deformation_of)
+
+
+class Redraw(BaseEstimator):
+    """Infinite MNIST's deformation law drawn afresh on each row's source
+    digit. Row i of infinite MNIST shows MNIST digit ``source_index(i)``,
+    itself or deformed; its view is that source deformed by the draws
+    ``Deform`` takes for (i, seed): another digit the generator could have
+    made from the same source. ``Deform`` deforms the row itself, so a
+    deformed digit's view is a digit deformed twice, which the data set's law
+    never makes. For MNIST's own digits (i < 70,000) the two are the same.
+
+    The rows must be infinite MNIST's, numbered from its index 0
+    (``load`` with ``start=0``): a row's number names its
+    source. Only MNIST's own rows are read, to check that they are.
+
+    Parameters
+    ----------
+    data_dir : str or None, default=None
+        The folder of ``mnist.npz``, as ``datasets.mnist`` takes it (None:
+        ``$SPECTRALNET_DATA_DIR``), read at the first call.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from harness.infimnist import Redraw, load
+    >>> x, _ = load(n=70_100)  # MNIST's digits, then 100 deformed ones
+    >>> Redraw()(x[70_000:], np.arange(70_000, 70_100), seed=0).shape
+    (100, 784)
+    """
+
+    def __init__(self, data_dir=None):
+        self.data_dir = data_dir
+
+    def __call__(self, x, index, seed):
+        x, index, seed = _check_digits("Redraw", x, index, seed)
+        images = self._images()
+        own = np.flatnonzero(index < N_ORIGINAL)
+        wrong = own[(x[own] != images[index[own]]).any(axis=1)]
+        if len(wrong):
+            raise ValueError(f"Redraw needs infinite MNIST's rows numbered from its index 0: "
+                             f"a row numbered below {N_ORIGINAL:,} is MNIST's digit "
+                             f"of that number, but the row with index={index[wrong[0]]} is not.")
+        return Deform()(images[source_index(index)], index, seed)
+
+    def _images(self):
+        """MNIST's 70,000 digits, read at the first call and kept by this
+        object (not a parameter, not pickled; ``make_view`` hands out copies)."""
+        if getattr(self, "_sources", None) is None:
+            from spectralnet_tf.datasets import mnist
+
+            self._sources = mnist(data_dir=self.data_dir)[0]
+        return self._sources
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_sources", None)
+        return state
+
+
+def _normal_then_uniform(u, normals):
+    """float32 rows of ``u``'s uniforms with the first ``normals`` (even)
+    columns made standard normal by the Box-Muller transform of column pairs
+    (c, c + normals / 2); the rest left uniform."""
+    half = normals // 2
+    radius = np.sqrt(-2.0 * np.log1p(-u[:, :half]))  # 1 - u lies in (0, 1]
+    angle = 2.0 * np.pi * u[:, half:normals]
+    return np.concatenate([radius * np.cos(angle), radius * np.sin(angle), u[:, normals:]],
+                          axis=1).astype(np.float32)
