@@ -229,7 +229,10 @@ def bench_nclusters(args, command):
 
                 x, y, k = load_dataset("mnist")
                 config = config_for("mnist")
-                encoder = load_encoder(os.path.join(ROOT, "pretrained_ae", "ae_mnist_weights.h5"))
+                from harness.reproduce import AE_ALL
+                from spectralnet_tf.resources import pretrained_path
+
+                encoder = load_encoder(pretrained_path(AE_ALL))
                 net = SpectralNet("auto", encoder=encoder, random_state=0, **config).fit(x)
                 from spectralnet_tf.metrics import acc
 
