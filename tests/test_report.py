@@ -259,10 +259,11 @@ def test_a_split_run_row_keeps_its_test_acc_and_test_nmi(monkeypatch):
     results = {"dataset": "mnist", "space": "code", "affinity": "siamese", "n": 60000,
                "acc": 0.98261, "nmi": 0.95204, "test_acc": 0.98342, "test_nmi": 0.95531,
                "raw_rows_acc": 0.97136, "raw_rows_test_acc": 0.97241,
-               "seconds": seconds, "peak_rss_gib": 1.9}
+               "seconds": seconds, "peak_rss_gib": 1.9, "config": {"max_epochs": 18}}
     monkeypatch.setattr(bench, "matmul_rate", lambda: 100.0)
-    monkeypatch.setattr(bench, "append", lambda title, header, rows, command:
-                        kept.append(dict(zip(header, rows[0]))))
+    configs = []
+    monkeypatch.setattr(bench, "append", lambda title, header, rows, command, extra=None:
+                        kept.append(dict(zip(header, rows[0]))) or configs.append(extra))
     monkeypatch.setattr(reproduce, "run_command", lambda argv: dict(results))
     bench.bench_run(type("Args", (), {"rest": []})(), "python scripts/bench.py run")
     assert (kept[0]["test ACC"], kept[0]["test NMI"]) == ("0.9834", "0.9553")
@@ -271,6 +272,7 @@ def test_a_split_run_row_keeps_its_test_acc_and_test_nmi(monkeypatch):
     assert (kept[0]["ACC"], kept[0]["NMI"], kept[0]["total min at 200 GFLOP/s"]) == (
         "0.9826", "0.9520", "0.5")
     assert kept[0]["test ACC, each point alone"] == ""  # no views at test time
+    assert configs[0] == {"config": {"max_epochs": 18}}  # the run's config, for current.py
     results.update(test_views=9, test_acc_alone=0.98291)
     bench.bench_run(type("Args", (), {"rest": []})(), "python scripts/bench.py run")
     assert (kept[1]["test ACC"], kept[1]["test ACC, each point alone"]) == ("0.9834", "0.9829")
@@ -279,3 +281,4 @@ def test_a_split_run_row_keeps_its_test_acc_and_test_nmi(monkeypatch):
     bench.bench_run(type("Args", (), {"rest": []})(), "python scripts/bench.py run")
     assert (kept[2]["test ACC"], kept[2]["test NMI"], kept[2]["test ACC, rows as they are"]) == (
         "", "", "")
+
