@@ -20,6 +20,7 @@ from sklearn.neighbors import KNeighborsClassifier
 
 from .bench import append
 from .records import ROOT, note_start
+from .reproduce import AE_ALL
 from spectralnet_tf.affinity import GaussianKNNAffinity
 from spectralnet_tf.autoencoder import load_encoder
 from spectralnet_tf.datasets import MNIST_N_TRAIN, load_dataset
@@ -29,7 +30,8 @@ from spectralnet_tf.neighbors import ExactNeighbors
 from spectralnet_tf.spectral import spectral_clustering
 from spectralnet_tf.siamese import build_siamese, make_pairs, train_siamese
 
-AE = os.path.join(ROOT, "pretrained_ae", "ae_mnist_weights.h5")
+#: The all-70k job's autoencoder (``run.py --dset mnist``'s default).
+AE = os.path.join(ROOT, "pretrained_ae", AE_ALL)
 
 
 def codes(n):

@@ -32,12 +32,14 @@ from .records import ROOT, SCRIPTS, matmul_rate, note_start, peak_rss_gib, save_
 from .report import redraw_scale_png, report, rows_table
 
 
-def append(title, header, rows, command):
+def append(title, header, rows, command, extra=None):
     """Print the table and keep it as a record in ``benchmarks/results/``
-    (kind "rows"); ``bench.py report`` puts records into BENCHMARKS.md."""
+    (kind "rows", with ``extra``'s keys beside); ``bench.py report`` puts
+    records into BENCHMARKS.md."""
     tag = f"{command.split()[2]}-{datetime.datetime.now():%H%M%S}"  # e.g. "matmul-101502"
     save_record(tag, {"kind": "rows", "title": title, "header": list(header),
-                      "rows": [[str(c) for c in row] for row in rows]}, group="bench")
+                      "rows": [[str(c) for c in row] for row in rows], **(extra or {})},
+                group="bench")
     print(rows_table({"title": title, "header": header, "rows": rows}))
 
 def spectral_step_flops(m, dims):
@@ -232,7 +234,10 @@ def bench_nclusters(args, command):
 
                 x, y, k = load_dataset("mnist")
                 config = config_for("mnist")
-                encoder = load_encoder(os.path.join(ROOT, "pretrained_ae", "ae_mnist_weights.h5"))
+                from harness.reproduce import AE_ALL
+                from spectralnet_tf.resources import pretrained_path
+
+                encoder = load_encoder(pretrained_path(AE_ALL))
                 net = SpectralNet("auto", encoder=encoder, random_state=0, **config).fit(x)
                 from spectralnet_tf.metrics import acc
 
@@ -330,7 +335,7 @@ def bench_run(args, command):
                               "test ACC, rows as they are", "Grassmann", "total min",
                               "matmul GFLOP/s",
                               "total min at 200 GFLOP/s", "phases", "peak RSS GiB"],
-           [row], command)
+           [row], command, extra={"config": r["config"]})  # checked by harness/current.py
 
 
 def bench_serve(args, command):

@@ -5,6 +5,8 @@ blocks of BENCHMARKS.md, each by its command's own table reader.
     python scripts/report.py --check    # exit 1 if a block is stale
 
 A block is ``<!-- report: RENDERER GLOB [GLOB ...] -->`` ... ``<!-- /report -->``.
+Either way it then checks the "Current figures" rows against the shipped
+configs (``harness/current.py``): exit 1 if a row's records ran another one.
 """
 
 import argparse
@@ -18,7 +20,7 @@ import numpy as np
 
 from spectralnet_tf.atomic import atomic_file
 
-from . import distributed, preset, saddle, selection, semisup, vc
+from . import current, distributed, preset, saddle, selection, semisup, vc
 from .records import (RESULTS, ROOT, load_record, record_heading, run_param,
                       seconds_without_references)
 
@@ -91,7 +93,9 @@ def fill(text, name):
 
 def report(check=False):
     """Re-render the report blocks of BENCHMARKS.md and README.md from the
-    records; with ``check``, only say which file is stale (exit 1)."""
+    records; with ``check``, only say which file is stale (exit 1). Then
+    ``current.report_check``: exit 1 if a "Current figures" row's records
+    ran another config than its shipped command resolves to today."""
     stale = []
     for name in REPORTED:
         path = os.path.join(ROOT, name)
@@ -109,6 +113,7 @@ def report(check=False):
     print(("rewritten: " if stale else "up to date: ") + ", ".join(stale or REPORTED))
     if not check:
         redraw_scale_png()
+    current.report_check()
 
 
 #: The log-log figure of the ``scale`` records, and the records it plots.
@@ -326,5 +331,6 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--check", action="store_true",
-                   help="exit 1 if a block of BENCHMARKS.md or README.md is stale")
+                   help="exit 1 if a block of BENCHMARKS.md or README.md is stale (either "
+                        "way, exit 1 if a Current-figures row is: harness/current.py)")
     report(p.parse_args(argv).check)

@@ -60,7 +60,9 @@ def mnist_setup(n, seed, grid):
 
     x, y = mnist()
     rows = np.sort(np.random.default_rng(seed).choice(len(y), n, replace=False))
-    codes = map_rows(load_encoder(pretrained_path("ae_mnist_weights.h5")), x[rows])
+    from .reproduce import AE_ALL
+
+    codes = map_rows(load_encoder(pretrained_path(AE_ALL)), x[rows])
     params = config_for("mnist")
     siamese = params["affinity_embedding"].fit(codes, seed=seed).model_
     params["affinity_embedding"] = siamese

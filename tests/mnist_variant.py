@@ -16,6 +16,7 @@ import os
 from spectralnet_tf import SpectralNet, acc, grassmann
 from spectralnet_tf.autoencoder import load_encoder
 from harness.configs import config_for
+from harness.reproduce import AE_ALL
 from spectralnet_tf.datasets import load_dataset
 from spectralnet_tf.spectral import spectral_clustering
 from spectralnet_tf.streaming import map_batches
@@ -30,7 +31,7 @@ args = parser.parse_args()
 
 x, y, k = load_dataset("mnist")
 x, y = x[:args.n], y[:args.n]
-encoder = load_encoder(os.path.join(ROOT, "pretrained_ae", "ae_mnist_weights.h5"))
+encoder = load_encoder(os.path.join(ROOT, "pretrained_ae", AE_ALL))
 config = config_for("mnist")
 # A smaller net and fewer Siamese epochs than the main job, for test time.
 # Full passes over the subset's pairs, up to 100 epochs, float32, no view

@@ -14,7 +14,7 @@ from spectralnet_tf.datasets import load_dataset
 from spectralnet_tf.networks import build_spectralnet
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MNIST_AE = os.path.join(ROOT, "pretrained_ae", "ae_mnist_weights.h5")
+MNIST_AE = os.path.join(ROOT, "pretrained_ae", "ae_mnist_shift2_seed1_weights.h5")  # AE_ALL
 SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
 
 

@@ -229,7 +229,7 @@ def test_autoencoders_are_scored_on_infimnist_digits(load_script, tmp_path):
     """``selection.py codes --split infimnist``: the same digits for every file,
     drawn from the pool, deformations included; one file given twice ties."""
     ae = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                      "pretrained_ae", "ae_mnist_weights.h5")
+                      "pretrained_ae", "ae_mnist_shift2_seed1_weights.h5")  # AE_ALL
     record = load_script("selection").main(
         ["codes", "--split", "infimnist", "--pool", "90000", "--n", "400", "--no-record", ae, ae])
     assert record["split"] == "infimnist" and record["pool"] == 90000 and record["n"] == 400

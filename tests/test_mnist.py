@@ -7,9 +7,10 @@ import pytest
 
 from spectralnet_tf.autoencoder import load_encoder
 from spectralnet_tf.datasets import DATA_DIR_ENV, load_dataset
+from harness.reproduce import AE_ALL
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-AE = os.path.join(ROOT, "pretrained_ae", "ae_mnist_weights.h5")
+AE = os.path.join(ROOT, "pretrained_ae", AE_ALL)  # run.py --dset mnist's file
 
 pytestmark = [
     pytest.mark.skipif(not os.environ.get(DATA_DIR_ENV),

@@ -31,14 +31,14 @@ def test_pip_install_target_gives_the_package_weights_and_command(tmp_path):
          "import json, spectralnet_tf\n"
          "from spectralnet_tf.resources import pretrained_path\n"
          "print(json.dumps({'file': spectralnet_tf.__file__,\n"
-         "                  'ae': pretrained_path('ae_mnist_weights.h5')}))"],
+         "                  'ae': pretrained_path('ae_mnist_shift2_seed1_weights.h5')}))"],
         cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300)
     assert probe.returncode == 0, probe.stderr[-2000:]
     found = json.loads(probe.stdout.strip().splitlines()[-1])
     assert found["file"].startswith(str(target))
-    assert found["ae"] == str(target / "spectralnet_tf" / "pretrained_ae" / "ae_mnist_weights.h5")
+    assert found["ae"] == str(target / "spectralnet_tf" / "pretrained_ae" / "ae_mnist_shift2_seed1_weights.h5")
     assert os.path.getsize(found["ae"]) == os.path.getsize(
-        os.path.join(ROOT, "pretrained_ae", "ae_mnist_weights.h5"))
+        os.path.join(ROOT, "pretrained_ae", "ae_mnist_shift2_seed1_weights.h5"))
     helped = subprocess.run([str(target / "bin" / "spectralnet"), "--help"], cwd=elsewhere,
                             env=env, capture_output=True, text=True, timeout=300)
     assert helped.returncode == 0, helped.stderr[-2000:]

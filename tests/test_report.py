@@ -259,10 +259,11 @@ def test_a_split_run_row_keeps_its_test_acc_and_test_nmi(monkeypatch):
     results = {"dataset": "mnist", "space": "code", "affinity": "siamese", "n": 60000,
                "acc": 0.98261, "nmi": 0.95204, "test_acc": 0.98342, "test_nmi": 0.95531,
                "raw_rows_acc": 0.97136, "raw_rows_test_acc": 0.97241,
-               "seconds": seconds, "peak_rss_gib": 1.9}
+               "seconds": seconds, "peak_rss_gib": 1.9, "config": {"max_epochs": 18}}
     monkeypatch.setattr(bench, "matmul_rate", lambda: 100.0)
-    monkeypatch.setattr(bench, "append", lambda title, header, rows, command:
-                        kept.append(dict(zip(header, rows[0]))))
+    configs = []
+    monkeypatch.setattr(bench, "append", lambda title, header, rows, command, extra=None:
+                        kept.append(dict(zip(header, rows[0]))) or configs.append(extra))
     monkeypatch.setattr(reproduce, "run_command", lambda argv: dict(results))
     bench.bench_run(type("Args", (), {"rest": []})(), "python scripts/bench.py run")
     assert (kept[0]["test ACC"], kept[0]["test NMI"]) == ("0.9834", "0.9553")
@@ -270,7 +271,84 @@ def test_a_split_run_row_keeps_its_test_acc_and_test_nmi(monkeypatch):
         "0.9714", "0.9724")
     assert (kept[0]["ACC"], kept[0]["NMI"], kept[0]["total min at 200 GFLOP/s"]) == (
         "0.9826", "0.9520", "0.5")
+    assert configs[0] == {"config": {"max_epochs": 18}}  # the run's config, for current.py
     del results["test_acc"], results["test_nmi"], results["raw_rows_test_acc"]
     bench.bench_run(type("Args", (), {"rest": []})(), "python scripts/bench.py run")
     assert (kept[1]["test ACC"], kept[1]["test NMI"], kept[1]["test ACC, rows as they are"]) == (
         "", "", "")
+
+
+#: A Current-figures table of one row, naming one record.
+ONE_ROW = ("## Current figures\n\n| question | figure | record |\n| --- | --- | --- |\n"
+           "| MNIST, all 70k | ACC 0.98 | `2026-01-01-bench-run-000000.json` |\n\n## Accuracy\n")
+ONE_ENTRY = ({"row": "MNIST, all 70k", "argv": ["--dset", "mnist"],
+              "records": ["2026-01-01-bench-run-000000.json"]},)
+
+
+def _run_record(tmp_path, config):
+    path = tmp_path / "2026-01-01-bench-run-000000.json"
+    record = {"command": "python scripts/bench.py run -- --dset mnist", "kind": "rows"}
+    if config is not None:
+        record["config"] = config
+    path.write_text(json.dumps(record))
+
+
+def test_a_current_row_whose_record_ran_another_config_fails_naming_the_key(tmp_path):
+    from harness import current
+
+    shipped = current.shipped_config(["--dset", "mnist"])
+    assert shipped["encoder"] == "ae_mnist_shift2_seed1_weights.h5"
+    assert "seed" not in shipped and "random_state" not in shipped
+    # As results.json keeps it: the run's own keys beside, the encoder as a path.
+    ran = {**shipped, "encoder": "/elsewhere/pretrained_ae/ae_mnist_shift2_seed1_weights.h5",
+           "seed": 3, "random_state": 3, "scale_": None, "verbose": 1, "distribute": None,
+           "checkpoint_dir": "/tmp/run/checkpoints", "log_dir": None}
+    _run_record(tmp_path, ran)
+    assert current.check(ONE_ROW, ONE_ENTRY, str(tmp_path)) == ([], [])
+    current.report_check(ONE_ROW, ONE_ENTRY, str(tmp_path))  # passes: no exit
+    _run_record(tmp_path, {**ran, "max_epochs": shipped["max_epochs"] + 12})  # a stale row
+    warnings, failures = current.check(ONE_ROW, ONE_ENTRY, str(tmp_path))
+    assert warnings == [] and len(failures) == 1
+    assert failures[0].startswith("MNIST, all 70k: 2026-01-01-bench-run-000000.json ran another "
+                                  "config than `run.py --dset mnist` resolves to today: "
+                                  f"max_epochs is {shipped['max_epochs'] + 12} there, "
+                                  f"{shipped['max_epochs']} today")
+    with pytest.raises(SystemExit, match="current figures: stale:\n- MNIST, all 70k: .*max_epochs"):
+        current.report_check(ONE_ROW, ONE_ENTRY, str(tmp_path))
+    # A parameter the record lacks is a difference too, unless current.ADDED reads it.
+    _run_record(tmp_path, {key: v for key, v in ran.items() if key != "affinity__n_nbrs"})
+    assert "affinity__n_nbrs is '<absent>' there, 10 today" in current.check(
+        ONE_ROW, ONE_ENTRY, str(tmp_path))[1][0]
+    _run_record(tmp_path, {key: v for key, v in ran.items()
+                           if key != "affinity_embedding__graph_views"})
+    assert current.check(ONE_ROW, ONE_ENTRY, str(tmp_path)) == ([], [])
+
+
+def test_a_record_without_config_warns_and_a_row_without_entry_fails(tmp_path):
+    from harness import current
+
+    _run_record(tmp_path, None)
+    warnings, failures = current.check(ONE_ROW, ONE_ENTRY, str(tmp_path))
+    assert failures == [] and warnings == [
+        "MNIST, all 70k: records carry no config: re-measure (2026-01-01-bench-run-000000.json)"]
+    extra = ONE_ROW.replace("\n\n## Accuracy", "\n| Something else | 1.0 | "
+                            "`2026-01-01-bench-run-000000.json` |\n\n## Accuracy")
+    failures = current.check(extra, ONE_ENTRY, str(tmp_path))[1]
+    assert failures == ["row 'Something else' has no entry in harness/current.py"]
+    # The row names a record its entry does not, and an entry has no row.
+    other = ({**ONE_ENTRY[0], "records": []}, {"row": "Gone", "exempt": "a reason"})
+    failures = current.check(ONE_ROW, other, str(tmp_path))[1]
+    assert failures == ["MNIST, all 70k: names 2026-01-01-bench-run-000000.json, which its entry "
+                        "does not", "Gone: entry without a row in Current figures"]
+
+
+def test_every_current_row_has_an_entry_and_no_record_ran_a_stale_config():
+    from harness import current
+
+    warnings, failures = current.check()
+    assert failures == []
+    assert all(("exempt" in entry) != ("argv" in entry) for entry in current.ENTRIES)
+    assert all(entry["exempt"] for entry in current.ENTRIES if "exempt" in entry)
+    # The rows awaiting their re-measurement say so.
+    assert any(line.startswith("MNIST, all 70k: records carry no config") for line in warnings)
+    assert "MNIST, train 60k, test 10k: no records yet: awaiting its measurement" in warnings

@@ -235,7 +235,9 @@ def test_the_digits_validation_scores_each_code_space_by_both_criteria(load_scri
 def test_autoencoders_are_compared_on_the_same_digits(load_script):
     from spectralnet_tf.resources import pretrained_path, sha256
 
-    files = [pretrained_path("ae_mnist_train60k_weights.h5"), pretrained_path("ae_mnist_weights.h5")]
+    from harness.reproduce import AE_ALL, AE_TRAIN60K
+
+    files = [pretrained_path(AE_TRAIN60K), pretrained_path(AE_ALL)]
     record = load_script("selection").main(["codes", "--split", "train", "--n", "400",
                                             "--no-record", files[0], files[1], files[0]])
     first, second, again = record["trials"]
@@ -261,7 +263,9 @@ def test_a_tagged_code_comparison_keeps_the_untagged_record(load_script, monkeyp
     from harness import records
 
     monkeypatch.setattr(records, "RESULTS", str(tmp_path / "benchmarks" / "results"))
-    weights = pretrained_path("ae_mnist_weights.h5")
+    from harness.reproduce import AE_ALL
+
+    weights = pretrained_path(AE_ALL)
     base = ["codes", "--split", "train", "--n", "200", weights]
     selection.main(base)
     selection.main([*base, "--tag", "second"])
