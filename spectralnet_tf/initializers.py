@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from . import distribute
-from .callbacks import Callback
+from .callbacks import Callback, repeat
 from .constraints import apply_all, subsample_rows
 from .metrics import grassmann
 from .sampling import sample_rows, subsample_size
@@ -129,11 +129,12 @@ class SpectralInit:
                 loss = distribute.replica_share(error, tf.shape(batch)[0])
             grads = tape.gradient(loss, body.trainable_variables)
             optimizer.apply_gradients(zip(grads, body.trainable_variables))  # summed over replicas
+            return loss
 
-        @tf.function
+        @tf.function(autograph=False)
         def fit():
-            for _ in tf.range(self.steps):
-                distribute.run(strategy, fit_step, sample_rows(generator, size, m))
+            repeat(self.steps, lambda i: distribute.run(strategy, fit_step,
+                                                        sample_rows(generator, size, m)))
 
         fit()
         return {"init_grassmann": self.distance(), "init_seconds": time.perf_counter() - begin}
@@ -153,8 +154,8 @@ def warm_up(optimizer, learning_rate, steps):
     """Raise the rate linearly to ``learning_rate`` over the first ``steps``
     updates (in a compiled loop, before each one)."""
     done = tf.cast(optimizer.iterations, tf.float32)
-    if done < steps:
-        optimizer.learning_rate.assign(learning_rate * (done + 1.0) / steps)
+    rate = tf.where(done < steps, learning_rate * (done + 1.0) / steps, optimizer.learning_rate)
+    optimizer.learning_rate.assign(rate)
 
 
 class WarmStartGuard(Callback):

@@ -19,7 +19,8 @@ from sklearn.exceptions import NotFittedError
 import numbers
 
 from . import distribute
-from .callbacks import Checkpoint, PlateauSchedule, ProgressBar, TensorBoardLog, Training, run_epochs
+from .callbacks import (Checkpoint, PlateauSchedule, ProgressBar, TensorBoardLog, Training,
+                        repeat, run_epochs)
 from .checks import Callable, HasMethods, Interval, Options, Units, validate_params
 from .groups import random_members
 from .losses import contrastive_loss
@@ -202,18 +203,19 @@ def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience
         optimizer.apply_gradients(zip(grads, net.trainable_variables))  # summed over replicas
         return distribute.all_sum(loss)
 
-    @tf.function
+    @tf.function(autograph=False)
     def run_epoch():
         if full_passes:  # decided at trace time
             order = tf.argsort(generator.uniform([n_pairs]))
-        total = tf.constant(0.0)
-        for s in tf.range(steps):
+
+        def one(s):
             batch = (order[s * batch_size:(s + 1) * batch_size] if full_passes
                      else sample_rows(generator, n_pairs, batch_size))
-            total += distribute.run(strategy, step, batch)
-        return total / tf.cast(steps, tf.float32)
+            return distribute.run(strategy, step, batch)
 
-    @tf.function
+        return repeat(steps, one) / tf.cast(steps, tf.float32)
+
+    @tf.function(autograph=False)
     def validation_loss():
         i, j, pos = val_pairs
         return contrastive_loss(net(tf.gather(x_all, i)), net(tf.gather(x_all, j)), pos)

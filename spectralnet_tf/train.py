@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from . import distribute
-from .callbacks import Training, run_epochs
+from .callbacks import Training, repeat, run_epochs
 from .constraints import apply_all, draw_rows, extra_loss
 from .initializers import RandomInit
 from .losses import spectral_loss
@@ -200,19 +200,19 @@ def train_spectralnet(model, affinity, data, config, *, constraints=(), initiali
                              config.laplacian, config.gradient,
                              lambda y: extra_loss(constraints, y, rows))
 
-    @tf.function
-    def run_epoch():
-        total = tf.constant(0.0)
-        for _ in tf.range(config.steps_per_epoch):
-            initializer.before_step(optimizer)
-            distribute.run(strategy, ortho_step,
-                           sample_rows(generator, n, config.ortho_batch_size))
-            rows = draw_rows(constraints, generator,
-                             lambda m: sample_rows(generator, n, m), config.batch_size)
-            total += distribute.run(strategy, loss_step, rows)
-        return total / tf.cast(config.steps_per_epoch, tf.float32)
+    def iteration(i):
+        initializer.before_step(optimizer)
+        distribute.run(strategy, ortho_step, sample_rows(generator, n, config.ortho_batch_size))
+        rows = draw_rows(constraints, generator, lambda m: sample_rows(generator, n, m),
+                         config.batch_size)
+        return distribute.run(strategy, loss_step, rows)
 
-    @tf.function
+    @tf.function(autograph=False)
+    def run_epoch():
+        return (repeat(config.steps_per_epoch, iteration)
+                / tf.cast(config.steps_per_epoch, tf.float32))
+
+    @tf.function(autograph=False)
     def validation_loss():
         losses = []
         for xb, w, ids in val_batches:

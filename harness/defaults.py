@@ -1,0 +1,189 @@
+"""SpectralNet's defaults, chosen on the development suite by a stated rule.
+
+    python scripts/bench.py defaults graphs             # stage 1: each candidate graph, exactly
+    python scripts/bench.py defaults fits --graph G     # stage 2: fits on the chosen graphs
+    python scripts/bench.py defaults choose RECORD ...  # the rule, applied to the records
+
+The rule, fixed before any figure of it:
+
+1. **The graph.** For each candidate (``GRAPH_CANDIDATES``: the kernel's scale,
+   neighbours, the scale's neighbour and the Laplacian), exact spectral
+   clustering of the graph a default fit's minibatches sample
+   (``Affinity.for_full_data`` of all points; its eigenvectors' rows scaled
+   to unit length and clustered by k-means, as ``fit`` clusters the net's),
+   on every point set of the development suite (``suite.DEFAULT_SETS``
+   less the block model, whose graph is given), seeds 0-2. The two
+   candidates of best mean ACC over those sets go to stage 2 (exact SC
+   stands for the net here: a fit approximates the eigenvectors of its
+   graph, and a graph whose own clustering is wrong cannot be fitted right).
+2. **The fit.** For each of those graphs and each training candidate
+   (``FIT_CANDIDATES``: the start, the stop, the net's width), SpectralNet
+   fits on every set of the development suite (the block model with its
+   own graph, trained on its Laplacian's candidate), seeds 0-2. The default
+   is the candidate of best mean ACC over the sets; candidates within 0.005
+   of the best mean count as tied, and of those the one of the least mean
+   fit seconds wins.
+
+MNIST and infinite MNIST choose nothing: they are not in the suite's
+default sets. Each stage writes one record (``bench.py report`` renders it).
+"""
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+from .records import matmul_rate, note_start, save_record
+from . import suite
+
+#: Stage 1's candidates: the Gaussian kNN graph's scale ("global": one, the
+#: median distance to the scale_nbr-th neighbour; "local": each point's
+#: own), its neighbours, the scale's neighbour, and the Laplacian.
+GRAPH_CANDIDATES = [
+    {"scale": scale, "n_nbrs": n_nbrs, "scale_nbr": scale_nbr, "laplacian": laplacian}
+    for scale in ("global", "local")
+    for n_nbrs in (5, 10, 20, 30, 50)
+    for scale_nbr in (3, 7, 15)
+    if scale_nbr <= n_nbrs
+    for laplacian in ("unnormalized", "normalized")
+]
+#: How many graphs stage 1 hands to stage 2.
+GRAPHS_KEPT = 2
+#: Candidates within this of the best mean ACC count as tied (stage 2).
+TIE = 0.005
+SEEDS = (0, 1, 2)
+
+
+def graph_params(candidate):
+    """SpectralNet keyword arguments (``set_params`` keys) of a graph candidate."""
+    params = {f"affinity__{key}": value for key, value in candidate.items()
+              if key != "laplacian"}
+    return {**params, "laplacian": candidate["laplacian"]}
+
+
+def exact_acc(s, seed, candidate):
+    """ACC and NMI on the scored points of exact spectral clustering of the
+    graph a default fit with ``candidate`` samples on the set ``s``."""
+    from spectralnet_tf import SpectralNet, acc, nmi
+    from spectralnet_tf.centroids import NORMALIZE_ROWS
+    from spectralnet_tf.spectral import cluster_graph
+
+    net = SpectralNet(s.k, random_state=seed).set_params(**graph_params(candidate))
+    plan = net.plan(*s.x.shape)
+    affinity = plan.affinity.fit(s.x, plan.batch_size, seed=seed)
+    w = affinity.for_full_data(len(s.x), plan.batch_size).graph(s.x)
+    labels = cluster_graph(w, s.k, candidate["laplacian"], seed,
+                           normalize_rows=NORMALIZE_ROWS)[0][s.scored]
+    y = s.y[s.scored]
+    return acc(y, labels), nmi(y, labels)
+
+
+def cmd_graphs(args, command):
+    point_sets = [name for name in suite.DEFAULT_SETS if name != "sbm"]
+    rows = []
+    for i, candidate in enumerate(GRAPH_CANDIDATES):
+        for name in point_sets:
+            for seed in args.seeds:
+                s = suite.SETS[name][0](seed=seed)
+                start = time.perf_counter()
+                a, n = exact_acc(s, seed, candidate)
+                rows.append({"candidate": i, **candidate, "set": name, "seed": seed, "acc": a,
+                             "nmi": n, "seconds": time.perf_counter() - start})
+        means = _mean_acc([r for r in rows if r["candidate"] == i])
+        print(f"[{i}] {candidate}: mean ACC {means:.4f}", flush=True)
+    ranking = rank(rows, key="candidate")
+    record = {"kind": "defaults-graphs", "title": "Stage 1: each candidate graph, exactly",
+              "candidates": GRAPH_CANDIDATES, "sets": point_sets, "seeds": list(args.seeds),
+              "rows": rows, "ranking": ranking,
+              "kept": [GRAPH_CANDIDATES[c] for c, _, _ in ranking[:GRAPHS_KEPT]],
+              "matmul_gflops": matmul_rate(), "command": command}
+    save_record("graphs", record, group="defaults")
+    print_ranking(ranking, GRAPH_CANDIDATES)
+
+
+def _mean_acc(rows):
+    """The mean over sets of each set's mean ACC over seeds."""
+    by_set = {}
+    for r in rows:
+        by_set.setdefault(r["set"], []).append(r["acc"])
+    return float(np.mean([np.mean(v) for v in by_set.values()]))
+
+
+def rank(rows, key):
+    """``[(candidate, mean ACC, mean seconds)]``, best mean ACC first."""
+    out = []
+    for c in sorted({r[key] for r in rows}):
+        mine = [r for r in rows if r[key] == c]
+        out.append((c, _mean_acc(mine), float(np.mean([r["seconds"] for r in mine]))))
+    return sorted(out, key=lambda t: -t[1])
+
+
+def choose(ranking):
+    """The rule's stage-2 winner: the least mean seconds among the
+    candidates within ``TIE`` of the best mean ACC."""
+    best = ranking[0][1]
+    return min((t for t in ranking if t[1] >= best - TIE), key=lambda t: t[2])[0]
+
+
+def print_ranking(ranking, candidates):
+    for c, a, s in ranking:
+        print(f"  mean ACC {a:.4f}  mean s {s:6.2f}  {candidates[c]}")
+
+
+def cmd_fits(args, command):
+    graphs = [json.loads(g) for g in args.graph]
+    candidates = [{**g, **f} for g in graphs for f in json.loads(args.fits)]
+    rows = []
+    for i, candidate in enumerate(candidates):
+        for name in args.sets or suite.DEFAULT_SETS:
+            data_maker = suite.SETS[name][0]
+            for seed in args.seeds:
+                data = data_maker(seed=seed)
+                graph = isinstance(data, suite.GraphSet)
+                params = fit_params(candidate, graph)
+                row = suite.run_one(name, "ours", data, seed, params)
+                rows.append({**row, "candidate": i})
+                print(f"[{i}] {name} {seed}: ACC {row['acc']} held {row['held_acc']} "
+                      f"{row['seconds']} s {row.get('error') or ''}", flush=True)
+        mine = [r for r in rows if r["candidate"] == i and r["acc"] is not None]
+        print(f"[{i}] {candidate}: mean ACC {_mean_acc(mine):.4f}", flush=True)
+    ranking = rank([r for r in rows if r["acc"] is not None], key="candidate")
+    record = {"kind": "defaults-fits", "title": "Stage 2: SpectralNet fits of each candidate",
+              "candidates": candidates, "seeds": list(args.seeds), "rows": rows,
+              "ranking": ranking, "chosen": candidates[choose(ranking)],
+              "matmul_gflops": matmul_rate(), "command": command}
+    save_record(args.tag or "fits", record, group="defaults")
+    print_ranking(ranking, candidates)
+    print("chosen:", candidates[choose(ranking)])
+
+
+def fit_params(candidate, graph):
+    """The ``set_params`` keys of a stage-2 candidate; on the block model
+    (``graph``: the user's own graph) only those that are not the Gaussian
+    kernel's."""
+    params = {}
+    for key, value in candidate.items():
+        if key in ("scale", "n_nbrs", "scale_nbr"):
+            if not graph:
+                params[f"affinity__{key}"] = value
+        else:
+            params[key] = value
+    return params
+
+
+def main(argv=None):
+    note_start()
+    argv = sys.argv[1:] if argv is None else argv
+    p = argparse.ArgumentParser(prog="python scripts/bench.py defaults", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("stage", choices=["graphs", "fits"])
+    p.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
+    p.add_argument("--sets", nargs="+", help="fits: the sets (default: the suite's)")
+    p.add_argument("--graph", nargs="+", default=[], help="fits: graph candidates as JSON")
+    p.add_argument("--fits", default="[{}]", help="fits: a JSON list of training candidates")
+    p.add_argument("--tag", help="fits: the record's tag")
+    args = p.parse_args(argv)
+    command = "python scripts/bench.py defaults " + " ".join(argv)
+    {"graphs": cmd_graphs, "fits": cmd_fits}[args.stage](args, command)
