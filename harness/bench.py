@@ -14,6 +14,7 @@ the marked blocks of BENCHMARKS.md and README.md.
     python scripts/bench.py default-fit       # SpectralNet's defaults on the illustrative sets
     python scripts/bench.py group-weight      # the weight of a pair of one group, on digits with copies
     python scripts/bench.py suite             # every method on the development suite (harness/suite.py)
+    python scripts/bench.py defaults graphs   # the rule that chose the defaults (harness/defaults.py)
     python scripts/bench.py report            # = scripts/report.py: BENCHMARKS.md from the records
 """
 
@@ -694,6 +695,9 @@ def main(argv=None):
     if argv[:1] == ["suite"]:  # its own flags: python scripts/bench.py suite --help
         from . import suite
         return suite.main(argv[1:])
+    if argv[:1] == ["defaults"]:  # the rule that chose SpectralNet's defaults (harness/defaults.py)
+        from . import defaults
+        return defaults.main(argv[1:])
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=["matmul", "step", "run", "serve", "reuters-scale", "scale",
