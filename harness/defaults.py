@@ -29,6 +29,7 @@ default sets. Each stage writes one record (``bench.py report`` renders it).
 """
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -143,7 +144,8 @@ def cmd_fits(args, command):
                 data = data_maker(seed=seed)
                 graph = isinstance(data, suite.GraphSet)
                 params = fit_params(candidate, graph)
-                row = suite.run_one(name, "ours", data, seed, params)
+                with constants(candidate):
+                    row = suite.run_one(name, "ours", data, seed, params)
                 rows.append({**row, "candidate": i})
                 print(f"[{i}] {name} {seed}: ACC {row['acc']} held {row['held_acc']} "
                       f"{row['seconds']} s {row.get('error') or ''}", flush=True)
@@ -159,6 +161,11 @@ def cmd_fits(args, command):
     print("chosen:", candidates[choose(ranking)])
 
 
+#: Candidate values of the estimator's own constants (not parameters): a
+#: candidate names them in upper case, and its fits run with them set.
+CONSTANTS = ("DEFAULT_BATCH_SIZE",)
+
+
 def fit_params(candidate, graph):
     """The ``set_params`` keys of a stage-2 candidate; on the block model
     (``graph``: the user's own graph) only those that are not the Gaussian
@@ -168,9 +175,24 @@ def fit_params(candidate, graph):
         if key in ("scale", "n_nbrs", "scale_nbr"):
             if not graph:
                 params[f"affinity__{key}"] = value
-        else:
+        elif key not in CONSTANTS:
             params[key] = value
     return params
+
+
+@contextlib.contextmanager
+def constants(candidate):
+    """The estimator's constants as the candidate sets them, for its fits."""
+    from spectralnet_tf import estimator
+
+    before = {key: getattr(estimator, key) for key in CONSTANTS if key in candidate}
+    try:
+        for key in before:
+            setattr(estimator, key, candidate[key])
+        yield
+    finally:
+        for key, value in before.items():
+            setattr(estimator, key, value)
 
 
 def main(argv=None):
