@@ -28,14 +28,28 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 import tensorflow as tf
+from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator
 
 from . import distribute
 from .checks import Callable, Interval, Options, validate_params
 from .neighbors import make_neighbors
+from .sampling import subsample_size
 from .streaming import map_batches
 
 SCALES = ("global", "local")
+
+
+#: An affinity below this share of the graph's largest is no edge (``pieces``):
+#: a far point's Gaussian weight underflows to it long before it reaches 0.
+EDGE_FLOOR = 1e-12
+
+
+def piece_sizes(edges):
+    """The sizes, largest first, of the connected components of the graph
+    whose edges ``edges`` (sparse, symmetric) holds."""
+    count, labels = connected_components(edges, directed=False)
+    return np.sort(np.bincount(labels, minlength=count))[::-1]
 
 
 def pairwise_sq_dists(z, rows=None, eye=None):
@@ -128,6 +142,18 @@ class Affinity(BaseEstimator):
         that minibatches of ``batch_size`` sample (``for_full_data`` at the
         subsample's size): what the warm start and the label targets solve."""
         return self.for_full_data(len(coords), batch_size).kernel_matrix(tf.constant(coords))
+
+    def pieces(self, coords, batch_size, seed=0):
+        """The sizes, largest first, of the pieces (connected components:
+        no edge of weight above ``EDGE_FLOOR`` of the largest between them)
+        of the graph the minibatches sample, on a random subsample of the
+        points whose coordinates are ``coords`` (``sampling.subsample_size``:
+        all of them up to 4,096)."""
+        n = len(coords)
+        rows = np.sort(np.random.default_rng(seed).choice(n, subsample_size(n, batch_size),
+                                                          replace=False))
+        w = self.sampled_graph(np.asarray(coords)[rows], batch_size).numpy()
+        return piece_sizes(sp.csr_matrix(w > EDGE_FLOOR * w.max()))
 
     def __call__(self, x):
         """W of a minibatch of points x (their coordinates computed first)."""
@@ -463,6 +489,12 @@ class PrecomputedAffinity(Affinity):
         """W's rows and columns of the points ``coords`` names (sparse CSR)."""
         rows = np.asarray(coords, np.float64)[:, 0].round().astype(np.int64)
         return self.graph_[rows][:, rows]
+
+    def pieces(self, coords, batch_size, seed=0):
+        """The sizes of the pieces of W on the points ``coords`` names, all
+        of them: a random part of a sparse graph falls apart."""
+        w = self.graph_of(coords)
+        return piece_sizes(w > EDGE_FLOOR * w.max())
 
     def n_neighbors_needed(self):
         """Every point of a minibatch needs another point beside it."""

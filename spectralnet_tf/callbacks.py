@@ -64,8 +64,11 @@ class Training:
     def stop_training(self):
         return bool(getattr(self.model, "stop_training", False))
 
-    def stop(self):
+    def stop(self, reason):
+        """End the training after this epoch; the history's "stopped_by"
+        keeps the first ``reason`` ("min_lr", "converged", ...)."""
         self.model.stop_training = True
+        self.history.setdefault("stopped_by", reason)
 
     def objects(self):
         """The trackables a checkpoint saves: every model variable (the
@@ -123,7 +126,8 @@ def run_epochs(training, run_epoch, validation_loss, callbacks=()):
     workers of a multi-worker strategy (``distribute.agree``, so that every
     worker takes every branch alike), are recorded in ``training.history``
     and passed to the callbacks with the epoch's seconds. Returns the
-    history, with "seconds": the training's time, earlier runs included."""
+    history, with "seconds" (the training's time, earlier runs included)
+    and "stopped_by": what ended it ("min_lr", "converged", "max_epochs")."""
     model = training.model
     model.stop_training = False
     for callback in callbacks:
@@ -151,6 +155,9 @@ def run_epochs(training, run_epoch, validation_loss, callbacks=()):
         training.record({**logs, "epoch_seconds": seconds})
         _call(callbacks, "on_epoch_end", epoch, {**logs, "epoch_seconds": seconds})
     _call(callbacks, "on_train_end", None)
+    # A Keras callback of the user's may stop it too; else the epochs ran out.
+    training.history.setdefault("stopped_by", "a callback" if training.stop_training
+                                else "max_epochs")
     training.history["seconds"] = training.seconds()
     return training.history
 
@@ -180,7 +187,7 @@ class PlateauSchedule(Callback):
             if self.wait >= self.patience:
                 self.cut()
         if self.reaches_min(self.training.lr):
-            self.training.stop()
+            self.training.stop("min_lr")
 
     def cut(self):
         """Divide the rate by ``factor``; the patience count starts again."""
@@ -222,7 +229,7 @@ class Convergence(Callback):
         self.best = min(self.best, value)
         self.wait += 1
         if self.tol > 0 and self.wait >= self.patience:
-            self.training.stop()
+            self.training.stop("converged")
 
     def get_state(self):
         return {"best": self.best, "wait": self.wait}
@@ -319,7 +326,7 @@ class Checkpoint(Callback):
             if name in states:
                 callback.set_state(states[name])
         if state["stopped"]:
-            self.training.stop()
+            self.training.stop(self.training.history.get("stopped_by", "a checkpoint"))
 
     def on_epoch_end(self, epoch, logs=None):
         stopped = self.training.stop_training

@@ -4,6 +4,7 @@ import numbers
 import os
 import tempfile
 import time
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -92,6 +93,27 @@ def count_distinct_rows(X, at_most, chunk=4096):
         if len(seen) >= at_most:
             break
     return min(len(seen), at_most)
+
+
+#: A piece of the graph with fewer than this share of the points is an
+#: outlier's: it takes a cluster of its own (``warn_of_pieces``).
+SMALL_PIECE = 0.01
+
+
+def warn_of_pieces(sizes, k):
+    """Warn, in one line, where the graph falls into pieces that will take
+    clusters of their own: more pieces than clusters, or a piece of outliers
+    (under ``SMALL_PIECE`` of the points). ``sizes``: ``Affinity.pieces``."""
+    sizes = np.asarray(sizes)
+    if len(sizes) <= k and (len(sizes) == 1 or sizes[-1] >= SMALL_PIECE * sizes.sum()):
+        return
+    shown = ", ".join(str(int(s)) for s in sizes[:6]) + (", ..." if len(sizes) > 6 else "")
+    warnings.warn(
+        f"SpectralNet: the graph falls into {len(sizes)} pieces with no edge between them "
+        f"({shown} of {int(sizes.sum())} points), and each takes a cluster of its own, so "
+        f"n_clusters={k} cannot follow the data's groups: join the pieces with more neighbours "
+        "(affinity__n_nbrs) or a local scale (affinity__scale='local'), or ask for as many "
+        "clusters as pieces.", UserWarning, stacklevel=4)
 
 
 def _is_auto(value):
@@ -620,6 +642,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                     affinity.coordinates(Z[val], val))
         k = self._choose_k(plan.n_clusters, affinity, data.c_train, plan.batch_size, scale_seed,
                            eigvecs)
+        warn_of_pieces(affinity.pieces(data.c_train, plan.batch_size, scale_seed), k)
         with self._strategy().scope():  # mirrored variables under a strategy
             spectral_model = build_spectralnet(
                 Z.shape[1], k, plan.hidden_units, seed=net_seed,

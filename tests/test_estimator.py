@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
@@ -321,3 +323,56 @@ def test_groups_reach_the_siamese_pairs_aligned_with_the_training_rows(monkeypat
                 random_state=0).fit(x, groups=groups)
     assert len(seen["z"]) == 180  # the training nine tenths
     np.testing.assert_array_equal(seen["z"][:, 0], seen["groups"])
+
+
+def _three_far_blobs():
+    rng = np.random.default_rng(0)
+    return np.r_[rng.normal(size=(100, 2)), rng.normal(size=(100, 2)) + 50,
+                 rng.normal(size=(100, 2)) + [0, 100]].astype(np.float32)
+
+
+def test_a_graph_in_more_pieces_than_clusters_warns_in_one_line_naming_them():
+    """Three blobs with no edge between them, two clusters asked for: one
+    line says so, with the pieces' sizes (of the training points)."""
+    with pytest.warns(UserWarning) as caught:
+        net = SpectralNet(2, hidden_units=(8,), max_epochs=1, steps_per_epoch=1,
+                          random_state=0).fit(_three_far_blobs())
+    (message,) = [str(w.message) for w in caught if "pieces" in str(w.message)]
+    found = re.match(r"SpectralNet: the graph falls into 3 pieces with no edge between them "
+                     r"\((\d+), (\d+), (\d+) of 270 points\), and each takes a cluster of its "
+                     r"own, so n_clusters=2 cannot follow the data's groups", message)
+    assert found and sum(map(int, found.groups())) == 270 and "\n" not in message
+    assert len(net.labels_) == 300
+
+
+def test_as_many_pieces_as_clusters_pass_without_a_warning():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SpectralNet(3, hidden_units=(8,), max_epochs=1, steps_per_epoch=1,
+                    random_state=0).fit(_three_far_blobs())
+
+
+@pytest.mark.parametrize("X, k, match", [
+    (np.ones((1, 3)), 1, r"X: Found array with 1 sample\(s\)"),
+    (np.full((50, 1), 7.0), 2, r"X has 1 distinct rows, fewer than n_clusters=2: each cluster "
+                               r"needs a point of its own\."),
+    (np.repeat(np.eye(3), 20, axis=0), 4, r"X has 3 distinct rows, fewer than n_clusters=4"),
+])
+def test_data_too_poor_for_the_clusters_is_one_clear_error(X, k, match):
+    with pytest.raises(ValueError, match=match):
+        SpectralNet(k).fit(X)
+
+
+def test_a_constant_column_is_taken_and_leaves_the_graph_as_it_is():
+    """A column that is the same for every point adds nothing to any
+    distance: the fit takes it, and its graph is the one without it (to
+    float32 rounding of the distances)."""
+    x, y, k = load_dataset("moons", n=400)
+    net = SpectralNet(k, hidden_units=(16,), max_epochs=1, steps_per_epoch=2, random_state=0)
+    padded = np.c_[x, np.full(len(x), 3.0)].astype(np.float32)
+    assert net.fit(padded).labels_.shape == (400,)
+    graph = GaussianKNNAffinity().fit(padded, 400, seed=0)(padded).numpy()
+    plain = GaussianKNNAffinity().fit(x, 400, seed=0)(x).numpy()
+    np.testing.assert_allclose(graph, plain, atol=1e-3)
