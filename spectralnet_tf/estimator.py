@@ -31,7 +31,8 @@ from .initializers import INITIALIZERS
 from .losses import LAPLACIANS
 from .metrics import label_permutation
 from .nclusters import Eigengap, FixedClusters
-from .networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder
+from .networks import (DTYPE_POLICIES, OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder,
+                       input_scaling)
 from .siamese import FixedEmbedding, SiameseEmbedding
 from .streaming import dataset_batches, dataset_rows, is_dataset, is_lazy, map_batches, spooled
 from .summaries import write_phase_seconds
@@ -646,7 +647,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         with self._strategy().scope():  # mirrored variables under a strategy
             spectral_model = build_spectralnet(
                 Z.shape[1], k, plan.hidden_units, seed=net_seed,
-                output_activation=self.output_activation, dtype_policy=self.dtype_policy)
+                output_activation=self.output_activation, dtype_policy=self.dtype_policy,
+                scaling=input_scaling(data.x_train))
         self.history_ = self._train(spectral_model, plan, data, labels[np.r_[train, val]],
                                     None if groups is None else groups[train], train_seed,
                                     checkpointers.get("spectral"), Z, eigvecs)

@@ -1,6 +1,7 @@
 """Network builders: the SpectralNet map F_theta (paper Table 3)."""
 
 import keras
+import numpy as np
 
 from .hardware import resolve_dtype_policy
 from .orthonorm import Orthonorm
@@ -33,9 +34,19 @@ OUTPUT_ACTIVATIONS = ("tanh", "linear")
 
 
 def build_spectralnet(input_dim, n_outputs, hidden_units=(1024, 1024, 512), seed=0,
-                      output_activation="tanh", dtype_policy=None):
-    """F_theta: ReLU layers, a k-unit layer (tanh as in the paper's Table 3, or
-    linear), then Orthonorm.
+                      output_activation="tanh", dtype_policy=None, scaling=None):
+    """F_theta: the inputs standardized, ReLU layers, a k-unit layer (tanh as
+    in the paper's Table 3, or linear), then Orthonorm.
+
+    ``scaling`` is ``(mean, variance)`` of the training inputs per feature
+    (``input_scaling``; None: none, the inputs as they are): a fixed
+    ``keras.layers.Normalization``, part of the model, so that new points
+    are scaled as the training points were. It changes what the net can
+    represent not at all (the first Dense layer absorbs an affine map of its
+    input) but how it starts: with inputs of a few units' spread, Glorot
+    weights and the warm start's first RMSprop steps keep the tanh layer out
+    of saturation, where inputs such as pixel values in [0, 16] drive every
+    output to +-1 at once and the gradient vanishes.
 
     ``dtype_policy`` applies to the ReLU layers only (None: Keras's global
     policy): the k-unit layer and Orthonorm stay float32, so ỹ, the Gram
@@ -45,12 +56,15 @@ def build_spectralnet(input_dim, n_outputs, hidden_units=(1024, 1024, 512), seed
     Returns the model, which maps x to the orthonormal embedding y
     (``orthonorm_input`` gives the map to ỹ, the input of Orthonorm).
     """
-    layers = dense_stack(hidden_units, "relu", seed, "dense", dtype_policy)
+    mean, variance = (np.zeros(input_dim), np.ones(input_dim)) if scaling is None else scaling
+    layers = [keras.layers.Normalization(mean=mean, variance=variance, dtype="float32",
+                                         name="scaling")]
+    layers += dense_stack(hidden_units, "relu", seed, "dense", dtype_policy)
     layers.append(
         keras.layers.Dense(
             n_outputs,
             activation=output_activation,
-            kernel_initializer=keras.initializers.GlorotUniform(seed=seed + len(layers)),
+            kernel_initializer=keras.initializers.GlorotUniform(seed=seed + len(hidden_units)),
             dtype="float32",
             name="dense_out",
         )
@@ -61,6 +75,16 @@ def build_spectralnet(input_dim, n_outputs, hidden_units=(1024, 1024, 512), seed
         name="spectralnet",
     )
     return model
+
+
+def input_scaling(z):
+    """``(mean, variance)`` of the rows ``z`` per feature, for
+    ``build_spectralnet``; a constant feature keeps variance 1 (it carries
+    nothing to scale, and a new point's other value must not blow up)."""
+    z = np.asarray(z, np.float64)
+    mean, variance = z.mean(axis=0), z.var(axis=0)
+    return mean, np.where(variance > 1e-12 * max(float(variance.max(initial=0.0)), 1.0),
+                          variance, 1.0)
 
 
 def orthonorm_input(model):

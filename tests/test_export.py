@@ -342,8 +342,10 @@ def test_mixed_bfloat16_estimator_round_trips_and_exports_float32(tmp_path):
     # kernels; CPUs with native bfloat16 such as AVX-512 BF16): each is a bfloat16
     # rounding of the same float32 net, so they differ by at most twice the eager
     # net's own distance to its float32 twin (same weights, float32 compute).
+    scaling = net.model_.get_layer("scaling").get_config()
     twin = build_spectralnet(x.shape[1], k, hidden_units=(32, 32),
-                                output_activation=net.output_activation, dtype_policy="float32")
+                             output_activation=net.output_activation, dtype_policy="float32",
+                             scaling=(scaling["mean"], scaling["variance"]))
     twin.set_weights(net.model_.get_weights())
     eager = net.transform(x)
     rounding = np.abs(eager - twin.predict(x, verbose=0)).max()

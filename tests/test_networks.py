@@ -32,7 +32,7 @@ def test_mixed_bfloat16_runs_the_hidden_layers_in_bfloat16_and_keeps_float32_out
                              dtype_policy="mixed_bfloat16")
     body = orthonorm_input(bf16)
     assert [layer.compute_dtype for layer in bf16.layers] == [
-        "bfloat16", "bfloat16", "float32", "float32"]
+        "float32", "bfloat16", "bfloat16", "float32", "float32"]  # scaling, ..., Orthonorm
     # Same float32 weights (same seeds); only the hidden computation is rounded.
     for a, b in zip(f32.weights, bf16.weights):
         assert b.dtype == "float32"
