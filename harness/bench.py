@@ -29,6 +29,7 @@ import time
 
 import numpy as np
 
+from .current import defaults_config
 from .records import ROOT, SCRIPTS, matmul_rate, note_start, peak_rss_gib, save_record
 from .report import redraw_scale_png, report, rows_table
 
@@ -220,7 +221,7 @@ def bench_small_fit(args, command):
     append("A default fit on small data, beside scikit-learn's SpectralClustering", [
         "seed", "data", "ACC", "SC ACC", "fit s", "SC fit s", "fit / SC", "warm start s",
         "first epoch s", "iterations", "ms per iteration", "stopped by", "rest s",
-        "spectralnet fit command s"], rows, command)
+        "spectralnet fit command s"], rows, command, {"config": defaults_config()})
 
 
 def bench_nclusters(args, command):

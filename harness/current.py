@@ -10,6 +10,9 @@ cell, exactly as written there:
   the net, its seed, its affinity's scale, the encoder file), and that config
   must be the one the command resolves to today (``shipped_config``): else
   the row describes a config that no longer ships;
+- a row about ``SpectralNet``'s defaults gives ``defaults: True`` and its
+  records (``bench.py suite``, ``small-fit``), which keep the config of the
+  default estimator they fitted (``defaults_config``), checked the same way;
 - any other row gives ``exempt``, one line saying why no shipped config
   stands behind it (a timing of one part, a check of the paper's theorem, a
   criterion's ranking).
@@ -56,6 +59,16 @@ REMOVED = {
     "affinity__label_strength": lambda value, config: value == 8.0,
     "affinity__group_weight": lambda value, config: value == "balanced",
     "affinity_embedding__graph_views": lambda value, config: value == 0,
+}
+
+#: Values recorded under a name that today's records write as the object it
+#: named: key -> {recorded value: (today's value, keys the object adds with
+#: the values the name built it with)}. Views were named by a string
+#: ("redraw") until commit 565fbd8, and are objects (``Redraw()``) since.
+RENAMED = {
+    "affinity_embedding__views": {
+        "redraw": ("Redraw", {"affinity_embedding__views__data_dir": None}),
+    },
 }
 
 #: MNIST's and infinite MNIST's classes.
@@ -120,11 +133,11 @@ ENTRIES = (
 
 def entry_records(entry):
     """``{record file: run.py argv}`` of an entry (a list of records shares
-    the entry's argv)."""
+    the entry's argv; a defaults entry has none)."""
     records = entry.get("records", [])
     if isinstance(records, dict):
         return dict(records)
-    return {name: entry["argv"] for name in records}
+    return {name: entry.get("argv", []) for name in records}
 
 
 def shipped_config(argv, n_clusters=DIGITS):
@@ -143,6 +156,24 @@ def shipped_config(argv, n_clusters=DIGITS):
     space = args.space or ("code" if args.dset in reproduce.CODE_SPACE else "input")
     params["encoder"] = (os.path.basename(args.ae_weights or reproduce.default_ae(args))
                          if space == "code" else None)
+    return _comparable(params)
+
+
+def defaults_config(**params):
+    """The config a default ``SpectralNet(k)`` (with ``params`` set) fits, as
+    the records of ``bench.py suite`` and ``small-fit`` keep it: the default
+    affinity as the object its name makes (its parameters beside), no
+    ``n_clusters``, which each data set sets, and no run-specific keys."""
+    from spectralnet_tf.affinity import AFFINITIES
+    from spectralnet_tf.estimator import SpectralNet
+
+    from . import reproduce
+
+    net = SpectralNet(2)
+    if isinstance(net.affinity, str):  # the class it names, so that its parameters show
+        net.set_params(affinity=AFFINITIES[net.affinity]())
+    params = reproduce.record_params(net.set_params(**params))
+    params.pop("n_clusters")
     return _comparable(params)
 
 
@@ -166,7 +197,8 @@ def record_config(record):
 def first_difference(recorded, today):
     """``(key, recorded value, today's value)`` of the first key (in sorted
     order) where a record's config and today's differ, or None. A key one
-    side lacks is ``"<absent>"`` there, after ``ADDED`` and ``REMOVED``."""
+    side lacks is ``"<absent>"`` there, after ``ADDED``, ``REMOVED`` and
+    ``RENAMED``."""
     recorded = dict(recorded)
     for key, value in ADDED.items():
         if key in today and key not in recorded:
@@ -174,6 +206,12 @@ def first_difference(recorded, today):
     for key, ran_as_today in REMOVED.items():
         if key not in today and key in recorded and ran_as_today(recorded[key], recorded):
             recorded.pop(key)
+    for key, names in RENAMED.items():
+        value = recorded.get(key)
+        if isinstance(value, str) and value in names:
+            recorded[key], added = names[value]
+            for added_key, added_value in added.items():
+                recorded.setdefault(added_key, added_value)
     for key in sorted(set(recorded) | set(today)):
         a, b = recorded.get(key, "<absent>"), today.get(key, "<absent>")
         if a != b:
@@ -238,17 +276,19 @@ def check(text=None, entries=ENTRIES, results=RESULTS):
                 continue
             key = tuple(argv)
             if key not in configs:
-                configs[key] = shipped_config(argv, entry.get("n_clusters", DIGITS))
+                configs[key] = (defaults_config() if entry.get("defaults")
+                                else shipped_config(argv, entry.get("n_clusters", DIGITS)))
             differs = first_difference(config, configs[key])
             if differs:
                 stale.append((record, argv, differs))
         if stale:
             record, argv, (key, there, today) = stale[0]
             more = f" (and {len(stale) - 1} more of its records)" if len(stale) > 1 else ""
+            what = ("the defaults are" if entry.get("defaults")
+                    else f"`run.py {' '.join(argv)}` resolves to")
             failures.append(
-                f"{name}: {record} ran another config than `run.py {' '.join(argv)}` resolves "
-                f"to today: {key} is {there!r} there, {today!r} today{more} (re-measure, or "
-                "rewrite the row)")
+                f"{name}: {record} ran another config than {what} today: {key} is "
+                f"{there!r} there, {today!r} today{more} (re-measure, or rewrite the row)")
         if bare:
             warnings.append(f"{name}: records carry no config: re-measure ({', '.join(bare)})")
     return warnings, failures

@@ -48,6 +48,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from .current import defaults_config
 from .records import ROOT, matmul_rate, save_record
 
 #: A data set of the suite: x float32 (n, d), y int (n,) (-1 for points of no
@@ -631,6 +632,8 @@ def run_suite(args):
         "summary": summary, "runs": rows,
         "sets": described, "methods": {m: METHOD_DOCS[m] for m in methods},
         "seeds": list(args.seeds), "ours_params": ours_params,
+        # ours' config on the point sets, which current.py checks against today's defaults
+        "config": defaults_config(**ours_params) if "ours" in methods else None,
         "not_for_choosing": [s for s in sets if s in NOT_FOR_CHOOSING],
         "versions": versions(peer_marker),
         "matmul_gflops": {"before": round(gflops_before, 1), "after": round(gflops_after, 1)},

@@ -105,6 +105,8 @@ class Affinity(BaseEstimator):
     #: Whether the graph of a random subsample stands for the graph (not for a
     #: sparse given graph, which falls apart; ``graph_of`` gives it whole).
     subsampled = True
+    #: The default minibatch (None: ``SpectralNet``'s), clipped to the training points.
+    batch_size = None
     _parameter_constraints = {}
 
     def check_params(self, batch_size=None):
@@ -166,11 +168,15 @@ class GaussianAffinity(Affinity):
 
     Parameters
     ----------
-    scale_nbr : int, default=3
-        The scale is the distance to this neighbour (median, or per point).
-    scale : {"global", "local"}, default="global"
-        "global": one scale, the median over the data of that distance;
-        "local": each point's own distance (self-tuning).
+    scale_nbr : int, default=7
+        The scale is the distance to this neighbour (per point, or median).
+    scale : {"local", "global"}, default="local"
+        "local": each point's own distance (self-tuning, Zelnik-Manor &
+        Perona 2004), so that an outlier's edges keep weight and a sparse
+        cluster is not cut apart; "global": one scale, the median over the
+        data of that distance (the paper's). Both defaults, with the
+        neighbours', were chosen on a development suite of data sets
+        (``harness/defaults.py``).
     embedding : callable or None, default=None
         Distances are taken between ``embedding(x)`` (e.g. a Siamese net).
         Inside ``SpectralNet`` leave it None: the estimator's
@@ -191,7 +197,7 @@ class GaussianAffinity(Affinity):
         "n_scale_batches": [Interval(numbers.Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, scale_nbr=3, scale="global", embedding=None, n_scale_batches=10):
+    def __init__(self, scale_nbr=7, scale="local", embedding=None, n_scale_batches=10):
         self.scale_nbr = scale_nbr
         self.scale = scale
         self.embedding = embedding
@@ -350,7 +356,7 @@ class GaussianKNNAffinity(GaussianAffinity):
 
     Parameters
     ----------
-    n_nbrs : int, default=10
+    n_nbrs : int, default=20
         Neighbours each point is connected to.
     scale_nbr, scale, embedding, n_scale_batches
         As in ``GaussianAffinity``.
@@ -370,7 +376,7 @@ class GaussianKNNAffinity(GaussianAffinity):
         "n_nbrs": [Interval(numbers.Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, n_nbrs=10, scale_nbr=3, scale="global", embedding=None, n_scale_batches=10):
+    def __init__(self, n_nbrs=20, scale_nbr=7, scale="local", embedding=None, n_scale_batches=10):
         super().__init__(scale_nbr, scale, embedding, n_scale_batches)
         self.n_nbrs = n_nbrs
 
@@ -482,6 +488,9 @@ class PrecomputedAffinity(Affinity):
 
     takes_graph = True
     subsampled = False
+    #: A minibatch keeps about m/n of a point's edges: the paper's 1,024 points,
+    #: not the smaller default that a Gaussian graph, rebuilt in each batch, takes.
+    batch_size = 1024
     embedding = None
     scale_ = None
 

@@ -215,7 +215,9 @@ def part_from_json(value, tuples=("hidden_units",)):
 
 def params_from_format4(params):
     """A format-4 save's parameters in today's layout: the affinity's
-    ``group_weight`` becomes SpectralNet's."""
+    ``group_weight`` becomes SpectralNet's, and ``tol`` is 0 (no fit before
+    format 5 stopped early), so that a refit trains as the original did."""
+    params = {"tol": 0.0, **params}
     affinity = params.get("affinity")
     if isinstance(affinity, dict) and "group_weight" in affinity.get("params", {}):
         params = {**params, "group_weight": affinity["params"]["group_weight"]}

@@ -9,7 +9,7 @@ gradient minibatches are drawn as pairs, a point and a random other member of
 its group (``GroupTable.partners``), and such pairs get one affinity,
 ``group_weight`` (``apply_groups``): by default the weight that makes the
 pairs' term of the loss equal to the rest of it at initialisation
-(``train.balanced_group_weight``).
+(``constraints.GroupConstraint.balanced_weight``).
 
 Both draws work on one layout (``layout``): the points sorted by group, each
 point's group as a start and a size in that order, and its place inside it.

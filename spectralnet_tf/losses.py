@@ -78,7 +78,7 @@ def label_loss(y, targets):
     (paper Sec. 5.3's closing remark), with no extra weights.
 
     ``targets`` (m, k): each row a distribution over the k classes (a one-hot
-    row: a labeled point's class, or the class ``train.label_targets`` gives
+    row: a labeled point's class, or the class ``constraints.label_targets`` gives
     an unlabeled one), or zeros for a point without one. Each class's
     prototype is the mean output of the batch weighted by its column, and a
     point's logits are minus its squared distances to the prototypes. The

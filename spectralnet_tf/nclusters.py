@@ -59,7 +59,8 @@ class Eigengap(BaseEstimator):
     n_samples : int, default=3000
         The graph is that of a random subsample of this many training
         points (all of them if there are fewer), built as the graph the
-        minibatches sample (``affinity.for_full_data``), and solved exactly.
+        minibatches sample (``affinity.for_full_data``; with a local scale,
+        its global-scale twin: ``sharp``), and solved exactly.
         A given graph (``PrecomputedAffinity``) is solved whole instead: a
         random subsample of a sparse graph falls apart.
     min_ratio : float, default=1.5
@@ -128,7 +129,8 @@ class Eigengap(BaseEstimator):
             self.eigenvalues_ = np.sort(values)
         else:
             rows = np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
-            w = affinity.sampled_graph(np.asarray(z)[rows], min(batch_size, size))
+            w = sharp(affinity, np.asarray(z)[rows], min(batch_size, size), seed).sampled_graph(
+                np.asarray(z)[rows], min(batch_size, size))
             # float64: near-degenerate small eigenvalues must not drown in float32
             # rounding. All eigenvalues of the dense matrix (divide and conquer)
             # take a fraction of the time of a subset of them, which bisects
@@ -160,6 +162,20 @@ class Eigengap(BaseEstimator):
                 f"k={self.n_clusters_}, the other candidate is k={self.candidates_[1]}. Pass "
                 "n_clusters explicitly if you know it.", UserWarning, stacklevel=3)
         return self
+
+
+def sharp(affinity, coords, batch_size, seed):
+    """The affinity whose graph the eigengap is read on: ``affinity``, or
+    with a local scale a copy with the global one, fitted on ``coords``
+    (its coordinates). A local scale gives the rim of a group wide kernels
+    that join it to the next group by weak edges; their small eigenvalues,
+    of the size of a cluster's own smallest modes, blur the gap that
+    separate groups make. The global scale leaves such groups apart."""
+    if getattr(affinity, "scale", None) != "local":
+        return affinity
+    copy = type(affinity)(**{**affinity.get_params(deep=False), "scale": "global",
+                             "embedding": None})
+    return copy.fit(coords, batch_size, seed=seed)
 
 
 class FixedClusters:

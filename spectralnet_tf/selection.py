@@ -42,7 +42,7 @@ from .streaming import is_lazy
 #: loss is quadratic in the outputs, and "plain" steps shrink them (docs/training.md).
 LOSS_COMPARABLE = frozenset({
     "hidden_units", "output_activation", "learning_rate", "patience", "min_lr",
-    "max_epochs", "steps_per_epoch", "ortho_batch_size", "init", "dtype_policy", "verbose",
+    "max_epochs", "steps_per_epoch", "tol", "init", "dtype_policy", "verbose",
 })
 #: Below this, an eigenvalue of the normalized Laplacian (in [0, 2]) counts as 0.
 ZERO_EIGENVALUE = 1e-8

@@ -24,14 +24,13 @@ from .losses import LAPLACIANS
 DENSE_MAX_N = 6000
 #: Up to this share of nonzeros, a Laplacian is sparse enough to factorize:
 #: shift-invert Lanczos (ARPACK) then finds its smallest eigenpairs in a
-#: fraction of a dense solve's time (a kNN graph of 4,096 points: 0.5 s
-#: against 5 s for the dense one on a 2-core CPU).
+#: fraction of a dense solve's time (a kNN graph's Laplacian is far sparser).
 SPARSE_MAX_DENSITY = 0.05
 #: The shift: just below the spectrum, so that ``L - sigma I`` is definite.
 SHIFT = -1e-3
 #: Above this many points LOBPCG is preconditioned by smoothed-aggregation
 #: algebraic multigrid (pyamg), as scikit-learn's ``eigen_solver="amg"``;
-#: up to it, the plain LOBPCG that every recorded run used.
+#: up to it, plain LOBPCG, which converges there without one.
 AMG_MIN_N = 200_000
 #: LOBPCG iterations between checks of a time limit (AMG path).
 AMG_ROUND = 20

@@ -27,7 +27,7 @@ from spectralnet_tf import SpectralNet, train  # noqa: E402
 run_epochs = train.run_epochs
 
 
-def diverging(run_epoch, validation_loss, *args, **kwargs):
+def diverging(training, run_epoch, validation_loss, callbacks):
     epoch = [0]
 
     def own_loss():  # worker 1 sees a loss that falls every epoch, worker 0 a flat one
@@ -35,13 +35,14 @@ def diverging(run_epoch, validation_loss, *args, **kwargs):
         value = float(validation_loss())
         return value * (1.0 if task == 0 else 0.5 ** epoch[0]) + (1.0 if task == 0 else 0.0)
 
-    return run_epochs(run_epoch, own_loss, *args, **kwargs)
+    return run_epochs(training, run_epoch, own_loss, callbacks)
 
 
 train.run_epochs = diverging
 X, _ = make_moons(400, noise=0.05, random_state=0)
 net = SpectralNet(2, hidden_units=(16,), batch_size=128, max_epochs=12, steps_per_epoch=2,
-                  patience=1, min_lr=1e-5, random_state=0, distribute=strategy).fit(X)
+                  patience=1, min_lr=1e-5, init="random", tol=0.0, random_state=0,
+                  distribute=strategy).fit(X)
 os.makedirs(sys.argv[1], exist_ok=True)
 with open(os.path.join(sys.argv[1], f"worker{task}.json"), "w") as f:
     json.dump({key: net.history_[key] for key in ("lr", "val_loss", "loss")}, f)

@@ -33,7 +33,7 @@ def test_knn_affinity_is_symmetric_with_zero_diagonal_and_k_edges():
 
 def test_kernel_value_of_one_edge():
     x = np.array([[0.0, 0.0], [1.0, 0.0], [3.0, 0.0], [7.0, 0.0]], dtype=np.float32)
-    aff = GaussianKNNAffinity(n_nbrs=1, scale_nbr=1).fit(x, batch_size=4)
+    aff = GaussianKNNAffinity(n_nbrs=1, scale_nbr=1, scale="global").fit(x, batch_size=4)
     # Nearest-neighbour distances 1, 1, 2, 4: the median scale is 1.5.
     assert aff.scale_ == pytest.approx(1.5)
     w = aff(tf.constant(x)).numpy()
@@ -46,7 +46,7 @@ def test_kernel_value_of_one_edge():
 
 def test_full_affinity_connects_all_pairs():
     x = _x(n=30)
-    aff = FullGaussianAffinity(scale_nbr=2).fit(x, batch_size=30)
+    aff = FullGaussianAffinity(scale_nbr=2, scale="global").fit(x, batch_size=30)
     w = aff.graph(x)
     d2 = ((x[:, None] - x[None]) ** 2).sum(-1)
     expected = np.exp(-d2 / (2 * aff.scale_**2))
@@ -60,8 +60,9 @@ def double(z):
 
 def test_embedding_function_is_applied_before_distances():
     x = _x(n=60)
-    plain = GaussianKNNAffinity(n_nbrs=4, scale_nbr=2).fit(x, batch_size=60)
-    embedded = GaussianKNNAffinity(n_nbrs=4, scale_nbr=2, embedding=double).fit(x, batch_size=60)
+    plain = GaussianKNNAffinity(n_nbrs=4, scale_nbr=2, scale="global").fit(x, batch_size=60)
+    embedded = GaussianKNNAffinity(n_nbrs=4, scale_nbr=2, scale="global", embedding=double).fit(
+        x, batch_size=60)
     assert embedded.scale_ == pytest.approx(2 * plain.scale_, rel=1e-5)
     # Scaling all distances and the scale by 2 leaves W unchanged.
     np.testing.assert_allclose(embedded(tf.constant(x)).numpy(), plain(tf.constant(x)).numpy(), atol=1e-5)

@@ -173,7 +173,12 @@ def _assert_same_training(one, many):
     weights = sorted((k for k in one.files if k.startswith("weight")), key=lambda k: int(k[6:]))
     for key in weights[:-1]:
         np.testing.assert_allclose(many[key], one[key], atol=WEIGHT_ATOL, err_msg=key)
-    np.testing.assert_allclose(many[weights[-1]], one[weights[-1]], rtol=KERNEL_RTOL)
+    # The Orthonorm kernel, a Cholesky inverse of the output Gram matrix, to
+    # rounding relative to its size: a small off-diagonal entry is a difference
+    # of large ones and carries their absolute rounding, not its own.
+    kernel = one[weights[-1]]
+    np.testing.assert_allclose(many[weights[-1]], kernel, rtol=0,
+                               atol=KERNEL_RTOL * np.abs(kernel).max())
     for key in ("loss", "val_loss"):
         np.testing.assert_allclose(many[key], one[key], rtol=LOSS_RTOL, err_msg=key)
     for key in ("labels", "predicted"):

@@ -398,6 +398,7 @@ def _as_format_2(path, flat):
 def test_a_format_2_save_loads_into_the_objects_and_refits_as_it_was_trained(tmp_path):
     x, _, k = load_dataset("moons", n=400)
     net = SpectralNet(k, hidden_units=(16,), max_epochs=2, steps_per_epoch=5, batch_size=128,
+                      laplacian="unnormalized", init="random", tol=0.0,  # format 2's
                       affinity=GaussianKNNAffinity(n_nbrs=6, scale_nbr=2, scale="local"),
                       affinity_embedding=SiameseEmbedding(
                           hidden_units=(8, 4), n_nbrs=3, batch_size=64, max_epochs=2,
@@ -456,7 +457,7 @@ def test_the_saved_parameters_are_json_with_the_parts_by_class(tmp_path):
     state = json.load(open(os.path.join(net.save(str(tmp_path / "s")), "estimator.json")))
     assert state["format"] == 5
     assert state["params"]["affinity"] == {"class": "GaussianKNNAffinity", "params": {
-        "n_nbrs": 4, "scale_nbr": 3, "scale": "local", "n_scale_batches": 10}}
+        "n_nbrs": 4, "scale_nbr": 7, "scale": "local", "n_scale_batches": 10}}
     assert state["params"]["affinity_embedding"] is None
 
 

@@ -124,7 +124,7 @@ def test_with_a_global_scale_the_kernel_is_the_data_kernel_times_a_label_kernel(
     """exp(-|e_i - e_j|^2 / 2s^2) with e extended by strength * s * t, t the
     tanh of the scores, is W_ij * exp(-strength^2 |t_i - t_j|^2 / 2)."""
     x, y = _rings(n=200)
-    plain = FullGaussianAffinity(scale_nbr=3).fit(x, batch_size=200)
+    plain = FullGaussianAffinity(scale_nbr=3, scale="global").fit(x, batch_size=200)
     svm = fit_label_classifier(x, _partial(y))
     strength, scale = 2.0, kernel_width(plain, x)
     assert scale == plain.scale_
@@ -236,7 +236,8 @@ def test_fit_extends_the_affinity_only_with_labels_of_two_classes_where_it_helps
     assert isinstance(scores, LabelScores)
     assert net.affinity == "knn"  # a parameter: fit leaves it as it was
     assert scores.strength == LABEL_STRENGTH and scores.base is None  # no learned distance
-    assert scores.scale == net.affinity_.scale_
+    # A local scale has no one width: the scores' width is measured (kernel_width).
+    assert net.affinity_.scale_ is None and scores.scale > 0
     assert net.affinity_.coordinates(x[:7]).shape == (7, 3)
     # Off: no labels, or every point labeled (the labeled pairs are then the
     # whole affinity). A refit forgets an earlier classifier.

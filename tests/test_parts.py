@@ -135,8 +135,9 @@ def test_auto_max_epochs_give_a_fixed_iteration_budget_within_bounds():
 
 def test_the_plan_resolves_auto_values_and_keeps_explicit_ones():
     auto = SpectralNet(2).plan(1000, 2)
-    assert auto.hidden_units == (256, 256, 128) and auto.max_epochs == 50
-    assert (auto.n_val, auto.n_train, auto.batch_size, auto.steps_per_epoch) == (100, 900, 900, 50)
+    # Epochs of the 10-step floor, as many as give the iteration budget, 100 at most.
+    assert auto.hidden_units == (256, 256, 128) and auto.max_epochs == 100
+    assert (auto.n_val, auto.n_train, auto.batch_size, auto.steps_per_epoch) == (100, 900, 512, 10)
     explicit = SpectralNet(2, hidden_units=(1024, 1024, 512), max_epochs=100).plan(1000, 2)
     assert explicit.hidden_units == (1024, 1024, 512) and explicit.max_epochs == 100
     big = SpectralNet(10, batch_size=1024).plan(70000, 784)
@@ -148,22 +149,18 @@ def test_the_plan_resolves_auto_values_and_keeps_explicit_ones():
 
 def test_a_default_fit_trains_the_planned_net_for_the_planned_epochs():
     x = _x(400)
-    net = SpectralNet(2, random_state=0, max_epochs=2).fit(x)  # epochs cut for test time
+    net = SpectralNet(2, random_state=0, max_epochs=2, tol=0.0).fit(x)  # cut for test time
     plan = net.plan(400, 2)
     assert plan.hidden_units == (128, 128, 64)
     dense = [layer.units for layer in net.model_.layers if hasattr(layer, "units")]
     assert dense[:3] == [128, 128, 64]
-    assert len(net.history_["loss"]) == 2 and net.history_["iteration"][-1] == 2 * 50
+    assert len(net.history_["loss"]) == 2 and net.history_["iteration"][-1] == 2 * 10
+    assert net.history_["stopped_by"] == "max_epochs"
 
 
-def test_the_illustrative_configs_get_the_net_they_set_before():
+def test_the_illustrative_sets_run_on_the_package_defaults():
     from harness.configs import config_for
-    from spectralnet_tf.datasets import load_dataset
 
-    for name, units in [("cc", (256, 256, 128)), ("moons", (256, 256, 128)),
-                        ("circles", (256, 256, 128)), ("noisy_circles", (256, 256, 128)),
-                        ("rings", (256, 256, 128)), ("spirals", (256, 256, 128)),
-                        ("rings3d", (256, 256, 128)), ("digits", (512, 512, 256))]:
-        x, _, k = load_dataset(name)
-        plan = SpectralNet(k, **config_for(name)).plan(*x.shape)
-        assert (plan.hidden_units, plan.max_epochs) == (units, 100), name
+    for name in ("cc", "moons", "circles", "noisy_circles", "rings", "spirals", "rings3d",
+                 "digits"):
+        assert config_for(name) == {}, name

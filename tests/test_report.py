@@ -324,6 +324,38 @@ def test_a_current_row_whose_record_ran_another_config_fails_naming_the_key(tmp_
     assert current.check(ONE_ROW, ONE_ENTRY, str(tmp_path)) == ([], [])
 
 
+def test_a_row_of_the_defaults_fails_once_a_default_changes(tmp_path):
+    from harness import current
+    from spectralnet_tf import GaussianKNNAffinity, SpectralNet
+
+    today = current.defaults_config()
+    assert "n_clusters" not in today and today["affinity"] == "GaussianKNNAffinity"
+    assert today["affinity__n_nbrs"] == GaussianKNNAffinity().n_nbrs
+    assert today["laplacian"] == SpectralNet(2).laplacian
+    entry = ({"row": "MNIST, all 70k", "defaults": True,
+              "records": ["2026-01-01-bench-run-000000.json"]},)
+    _run_record(tmp_path, {**today, "random_state": 4})
+    assert current.check(ONE_ROW, entry, str(tmp_path)) == ([], [])
+    _run_record(tmp_path, {**today, "affinity__n_nbrs": today["affinity__n_nbrs"] + 1})
+    assert current.check(ONE_ROW, entry, str(tmp_path))[1] == [
+        "MNIST, all 70k: 2026-01-01-bench-run-000000.json ran another config than the defaults "
+        f"are today: affinity__n_nbrs is {today['affinity__n_nbrs'] + 1} there, "
+        f"{today['affinity__n_nbrs']} today (re-measure, or rewrite the row)"]
+
+
+def test_a_view_recorded_by_name_reads_as_the_object_it_named():
+    from harness import current
+
+    today = {"affinity_embedding__views": "Redraw", "affinity_embedding__views__data_dir": None}
+    assert current.first_difference({"affinity_embedding__views": "redraw"}, today) is None
+    # Another name, or the object with another setting, is still a difference.
+    assert current.first_difference({"affinity_embedding__views": "shift"}, today) == (
+        "affinity_embedding__views", "shift", "Redraw")
+    moved = {"affinity_embedding__views": "redraw", "affinity_embedding__views__data_dir": "/d"}
+    assert current.first_difference(moved, today) == (
+        "affinity_embedding__views__data_dir", "/d", None)
+
+
 def test_a_record_without_config_warns_and_a_row_without_entry_fails(tmp_path):
     from harness import current
 

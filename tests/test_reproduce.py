@@ -99,7 +99,7 @@ def test_too_large_reference_graph_is_refused_before_the_directory_is_claimed(tm
     out = tmp_path / "run"
     monkeypatch.setattr(cli, "MAX_REFERENCE_EDGES", 1000)
     line = _fails(["--dset", "cc", "--out", str(out), "--quiet"], capsys)
-    assert "would have 22,500 edges (n=1500, 15 neighbours each)" in line
+    assert "would have 88,500 edges (n=1500, 59 neighbours each)" in line
     assert not out.exists()
     # --grassmann checks it for data too large for the exact reference before training.
     line = _fails(["--dset", "moons", "--no-exact", "--grassmann", "--out", str(out)], capsys)

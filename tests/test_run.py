@@ -21,10 +21,10 @@ def test_run_writes_results_and_plots(tmp_path):
     for key in ("acc", "nmi", "grassmann", "exact_acc", "kmeans_acc", "raw_rows_acc"):
         assert 0.0 <= saved[key] <= 2.0
     assert saved["exact_acc"] == 1.0
-    # The reference graph is the one 1,024-point minibatches of the 1,500 sample.
-    assert saved["exact_graph"] == {"n_nbrs": round(10 * 1499 / 1023), "scale_nbr": round(3 * 1499 / 1023)}
+    # The reference graph is the one 512-point minibatches of the 1,500 sample.
+    assert saved["exact_graph"] == {"n_nbrs": round(20 * 1499 / 511), "scale_nbr": round(7 * 1499 / 511)}
     # Beside it, the paper's W_full: the same affinity on all points, ranks as set.
-    assert saved["exact_graph_plain"] == {"n_nbrs": 10, "scale_nbr": 3}
+    assert saved["exact_graph_plain"] == {"n_nbrs": 20, "scale_nbr": 7}
     assert saved["exact_acc_plain"] == 1.0 and 0.0 <= saved["grassmann_plain"] <= 2.0
     assert set(saved["seconds"]) >= {"total", "data", "exact", "train", "raw_rows", "kmeans",
                                      "plots", "grassmann_plain"}
@@ -132,7 +132,7 @@ def test_exact_knn_reports_the_plain_graph_and_a_time_limit_passed(tmp_path, mon
              "--quiet", "--no-plots", "--no-exact"]
     grassmann = cli.run_command([*small, "--out", str(tmp_path / "g"), "--grassmann"])
     knn = cli.run_command([*small, "--out", str(tmp_path / "k"), "--exact-knn"])
-    assert knn["exact_graph_plain"] == {"n_nbrs": 10, "scale_nbr": 3}
+    assert knn["exact_graph_plain"] == {"n_nbrs": 20, "scale_nbr": 7}
     assert knn["exact_acc_plain"] == grassmann["exact_acc_plain"] == 1.0
     assert "exact_plain" in knn["seconds"] and "exact_acc" not in knn
     # Without labels: k + 1 eigenvalues, ascending, the first 0; the clusters'

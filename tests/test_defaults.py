@@ -1,0 +1,60 @@
+"""What the defaults promise on a user's own data: outliers do not take a
+cluster, a fit stops once converged, and a fit of a given graph reaches
+the graph's own exact clustering whatever units its features come in."""
+
+import numpy as np
+import scipy.sparse as sp
+
+from spectralnet_tf import SpectralNet, acc
+from spectralnet_tf.spectral import cluster_graph
+
+
+def test_a_few_outliers_do_not_take_a_cluster():
+    """scikit-learn's breast cancer data, standardized, two clusters asked
+    for: the clusters are the two diagnoses, not a few outlying patients and
+    the rest. The local scale gives an outlier's edges weight; one scale for
+    all leaves a few nearly cut off (the graph's second eigenvalue near 0),
+    and two clusters then meant two outliers and everyone else."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+
+    x, y = load_breast_cancer(return_X_y=True)
+    x = StandardScaler().fit_transform(x).astype(np.float32)
+    net = SpectralNet(2, random_state=0).fit(x)
+    assert min(np.bincount(net.labels_)) > 0.2 * len(x)
+    assert acc(y, net.labels_) > 0.9
+
+
+def test_a_fit_of_2000_points_stops_once_converged():
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 3, 2000)
+    x = (np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])[y] + rng.normal(size=(2000, 2)))
+    net = SpectralNet(3, random_state=0).fit(x.astype(np.float32))
+    assert net.history_["stopped_by"] == "converged"
+    assert len(net.history_["loss"]) < net.plan(2000, 2).max_epochs
+    assert acc(y, net.labels_) > 0.98
+
+
+def _block_model(seed, per=100, k=3, p_in=0.3, p_out=0.02):
+    """A stochastic block model whose nodes carry 2 features, each block's
+    around a corner of a triangle (radius 4, unit noise), in the units of an
+    instrument: 50 x + 500."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(k), per)
+    rows, cols = np.triu_indices(len(y), 1)
+    keep = rng.random(len(rows)) < np.where(y[rows] == y[cols], p_in, p_out)
+    upper = sp.csr_matrix((np.ones(int(keep.sum())), (rows[keep], cols[keep])),
+                          shape=(len(y), len(y)))
+    angles = 2 * np.pi * np.arange(k) / k
+    x = 4.0 * np.c_[np.cos(angles), np.sin(angles)][y] + rng.normal(size=(len(y), 2))
+    return (50 * x + 500).astype(np.float32), (upper + upper.T).tocsr(), y
+
+
+def test_a_fit_of_a_given_graph_reaches_its_exact_clustering():
+    """Trained on the user's graph, the clusters of its nodes are those of
+    exact spectral clustering of that graph (features standardized by the
+    net, so their units do not matter)."""
+    x, graph, y = _block_model(0)
+    net = SpectralNet(3, affinity="precomputed", random_state=0).fit(x, graph=graph)
+    exact = cluster_graph(graph, 3, "normalized", 0)[0]
+    assert acc(exact, net.labels_) == 1.0
