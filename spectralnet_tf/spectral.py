@@ -6,6 +6,7 @@ k-means on them (paper Appendix C). With a few labels, the exact reference is
 the harmonic function of the same graph (``harmonic_labels``).
 """
 
+import contextlib
 import time
 import warnings
 
@@ -26,14 +27,18 @@ DENSE_MAX_N = 6000
 #: shift-invert Lanczos (ARPACK) then finds its smallest eigenpairs in a
 #: fraction of a dense solve's time (a kNN graph's Laplacian is far sparser).
 SPARSE_MAX_DENSITY = 0.05
+#: Up to this many points a Laplacian too dense for shift-invert is solved by
+#: dense ``eigh`` (a small fraction of a second); above, its O(n^3) cost
+#: exceeds LOBPCG's products with the matrix many times over.
+DENSE_EIGH_MAX_N = 1000
 #: The shift: just below the spectrum, so that ``L - sigma I`` is definite.
 SHIFT = -1e-3
 #: Above this many points LOBPCG is preconditioned by smoothed-aggregation
 #: algebraic multigrid (pyamg), as scikit-learn's ``eigen_solver="amg"``;
 #: up to it, plain LOBPCG, which converges there without one.
 AMG_MIN_N = 200_000
-#: LOBPCG iterations between checks of a time limit (AMG path).
-AMG_ROUND = 20
+#: LOBPCG iterations between checks of convergence and of a time limit.
+LOBPCG_ROUND = 20
 #: From this many unknowns a Laplacian system with points held fixed (the
 #: harmonic function's free points; a Poisson component's nodes less the one
 #: held at zero) is solved by conjugate gradients preconditioned by
@@ -64,8 +69,10 @@ def smallest_eigenvectors(lap, k, tol=1e-8, max_iter=1000, time_limit=None):
     """The k eigenvectors of a symmetric PSD matrix with smallest eigenvalues.
 
     Up to ``DENSE_MAX_N`` rows: shift-invert Lanczos where the matrix is
-    sparse (``SPARSE_MAX_DENSITY``), dense ``eigh`` otherwise. Above, LOBPCG: it needs only
-    products with ``lap``, so it handles the full-data graphs of
+    sparse (``SPARSE_MAX_DENSITY``); otherwise dense ``eigh`` up to
+    ``DENSE_EIGH_MAX_N`` rows, and above it LOBPCG, falling back to ``eigh``
+    where LOBPCG does not converge. Above ``DENSE_MAX_N``, LOBPCG: it needs
+    only products with ``lap``, so it handles the full-data graphs of
     ``Affinity.for_full_data`` (on MNIST: 70,000 points, 684 neighbours,
     58M nonzeros), whose factorization for shift-invert does not fit. Being a
     block method, it also finds repeated eigenvalues (a graph with several
@@ -75,72 +82,80 @@ def smallest_eigenvectors(lap, k, tol=1e-8, max_iter=1000, time_limit=None):
     Above ``AMG_MIN_N`` rows, ``amg_smallest`` (``time_limit`` seconds at most).
     """
     n = lap.shape[0]
-    if n <= DENSE_MAX_N and k < n - 1 and sp.csr_matrix(lap).nnz <= SPARSE_MAX_DENSITY * n * n:
+    sparse = sp.csr_matrix(lap)
+    vals = None
+    if n <= DENSE_MAX_N and k < n - 1 and sparse.nnz <= SPARSE_MAX_DENSITY * n * n:
         start = np.random.default_rng(0).normal(size=n)  # ARPACK's own start is random
-        vals, vecs = scipy.sparse.linalg.eigsh(sp.csc_matrix(lap), k, sigma=SHIFT, which="LM",
+        vals, vecs = scipy.sparse.linalg.eigsh(sparse.tocsc(), k, sigma=SHIFT, which="LM",
                                                v0=start)
         order = np.argsort(vals)
         vals, vecs = vals[order], vecs[:, order]
     elif n <= DENSE_MAX_N:
-        vals, vecs = scipy.linalg.eigh(lap.toarray(), subset_by_index=[0, k - 1])
+        if n > DENSE_EIGH_MAX_N:
+            with contextlib.suppress(RuntimeError):  # unconverged: solved densely instead
+                vals, vecs = _lobpcg_smallest(sparse, k, tol, max_iter)
+        if vals is None:
+            vals, vecs = scipy.linalg.eigh(sparse.toarray(), subset_by_index=[0, k - 1])
     elif n > AMG_MIN_N:
-        vals, vecs = amg_smallest(sp.csr_matrix(lap), k, time_limit=time_limit)
+        vals, vecs = amg_smallest(sparse, k, time_limit=time_limit)
     else:
-        vals, vecs = _lobpcg_smallest(sp.csr_matrix(lap), k, tol, max_iter)
+        vals, vecs = _lobpcg_smallest(sparse, k, tol, max_iter)
     return vals, vecs  # ascending
 
 
-def _lobpcg_smallest(lap, k, tol, max_iter):
+def _lobpcg_smallest(lap, k, tol, max_iter=None, precond=None, time_limit=None, seed=0,
+                     what="The eigensolver"):
+    """LOBPCG's k smallest eigenpairs of ``lap``, run ``LOBPCG_ROUND``
+    iterations at a time, each round restarted from the block the last one
+    left, until the k residuals relative to ``2 max(diag)`` are below
+    ``tol``. A few spare vectors speed convergence at the k-th eigenvalue;
+    their own residuals do not count (they sit in the spectrum's bulk,
+    where eigenvalues crowd and converge slowly). After ``max_iter``
+    iterations a result 1000 times worse than ``tol`` is a RuntimeError;
+    past ``time_limit`` seconds an unconverged one is an ``EigensolverTimeout``.
+    No Jacobi preconditioner: on near-disconnected graphs it made LOBPCG fail."""
+    begin = time.perf_counter()
     scale = 2.0 * lap.diagonal().max()
-    # A few spare vectors speed convergence at the k-th eigenvalue. No Jacobi
-    # preconditioner: on near-disconnected graphs it made LOBPCG fail.
-    start = np.random.default_rng(0).normal(size=(lap.shape[0], k + max(4, k // 2)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # checked below, with a clearer message
-        vals, vecs = scipy.sparse.linalg.lobpcg(
-            lap, start, largest=False, tol=tol * scale, maxiter=max_iter
-        )
-    order = np.argsort(vals)[:k]
-    vals, vecs = vals[order], vecs[:, order]
-    residual = np.linalg.norm(lap @ vecs - vecs * vals, axis=0).max() / scale
-    if residual > 1e3 * tol:
-        raise RuntimeError(
-            f"The eigensolver did not converge in max_iter={max_iter} iterations: "
-            f"relative residual {residual:.1e} (tol={tol}); raise max_iter."
-        )
-    return vals, vecs
+    block = np.random.default_rng(seed).normal(size=(lap.shape[0], k + max(4, k // 2)))
+    done = 0
+    while True:
+        rounds = LOBPCG_ROUND if max_iter is None else min(LOBPCG_ROUND, max_iter - done)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # checked below, with a clearer message
+            vals, block = scipy.sparse.linalg.lobpcg(lap, block, M=precond, largest=False,
+                                                     tol=tol * scale, maxiter=rounds)
+        done += rounds
+        order = np.argsort(vals)[:k]
+        residual = np.linalg.norm(lap @ block[:, order] - block[:, order] * vals[order],
+                                  axis=0).max() / scale
+        if residual <= tol:
+            return vals[order], block[:, order]
+        if max_iter is not None and done >= max_iter:
+            if residual > 1e3 * tol:
+                raise RuntimeError(
+                    f"{what} did not converge in max_iter={max_iter} iterations: "
+                    f"relative residual {residual:.1e} (tol={tol}); raise max_iter.")
+            return vals[order], block[:, order]
+        elapsed = time.perf_counter() - begin
+        if time_limit is not None and elapsed > time_limit:
+            raise EigensolverTimeout(
+                f"{what} did not converge in {elapsed:.0f} s (time_limit={time_limit}): "
+                f"relative residual {residual:.1e}, tol={tol}.")
 
 
 def amg_smallest(lap, k, tol=1e-6, time_limit=None, seed=0):
     """The k smallest eigenpairs of a large sparse graph Laplacian: LOBPCG
     preconditioned by a smoothed-aggregation AMG hierarchy of ``lap + 1e-5 I``
     (pyamg; the shift makes the singular Laplacian definite for the
-    hierarchy only). Runs ``AMG_ROUND`` iterations at a time, restarted from
-    its current block, until the relative residual (as in
+    hierarchy only), until the relative residual (as in
     ``smallest_eigenvectors``) is below ``tol``; past ``time_limit`` seconds
     it raises ``EigensolverTimeout``."""
     import pyamg
 
-    start = time.perf_counter()
-    scale = 2.0 * lap.diagonal().max()
     shifted = (lap + 1e-5 * sp.identity(lap.shape[0], format="csr")).tocsr()
     precond = pyamg.smoothed_aggregation_solver(shifted).aspreconditioner()
-    block = np.random.default_rng(seed).normal(size=(lap.shape[0], k + max(4, k // 2)))
-    while True:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # residuals are checked here
-            vals, block = scipy.sparse.linalg.lobpcg(lap, block, M=precond, largest=False,
-                                                     tol=tol * scale, maxiter=AMG_ROUND)
-        order = np.argsort(vals)[:k]
-        residual = np.linalg.norm(lap @ block[:, order] - block[:, order] * vals[order],
-                                  axis=0).max() / scale
-        if residual <= tol:
-            return vals[order], block[:, order]
-        elapsed = time.perf_counter() - start
-        if time_limit is not None and elapsed > time_limit:
-            raise EigensolverTimeout(
-                f"LOBPCG (AMG) did not converge in {elapsed:.0f} s (time_limit={time_limit}): "
-                f"relative residual {residual:.1e}, tol={tol}.")
+    return _lobpcg_smallest(lap, k, tol, precond=precond, time_limit=time_limit, seed=seed,
+                            what="LOBPCG (AMG)")
 
 
 def spectral_clustering(x, n_clusters, affinity, laplacian="unnormalized",

@@ -154,7 +154,7 @@ def test_exact_knn_reports_the_plain_graph_and_a_time_limit_passed(tmp_path, mon
 
     monkeypatch.setattr(spectral, "DENSE_MAX_N", 50)  # the AMG path, which has the limit
     monkeypatch.setattr(spectral, "AMG_MIN_N", 100)
-    monkeypatch.setattr(spectral, "AMG_ROUND", 1)
+    monkeypatch.setattr(spectral, "LOBPCG_ROUND", 1)
     late = cli.run_command([*small, "--out", str(tmp_path / "t"), "--exact-knn",
                             "--exact-time-limit", "1e-6"])
     assert "did not converge" in late["exact_plain_timeout"] and "exact_acc_plain" not in late

@@ -58,6 +58,37 @@ def test_lobpcg_solver_matches_dense_eigenvectors_and_fails_if_unconverged(monke
         smallest_eigenvectors(lap, 4, max_iter=1)
 
 
+def test_a_dense_laplacian_of_pieces_is_solved_by_lobpcg_as_densely(monkeypatch):
+    """A graph too dense for shift-invert, of three pieces (a triple zero
+    eigenvalue): LOBPCG above ``DENSE_EIGH_MAX_N`` rows finds the same
+    eigenspace as dense ``eigh``, and an unconverged LOBPCG falls back to it."""
+    from spectralnet_tf import spectral
+    from spectralnet_tf.metrics import grassmann
+
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.normal(size=(100, 2)) + c for c in ([0, 0], [20, 0], [0, 20])])
+    w = np.exp(-((x[:, None] - x[None]) ** 2).sum(-1) / 8.0) * (rng.uniform(size=(300, 300)) < 0.3)
+    w = np.triu(w, 1) + np.triu(w, 1).T
+    lap = laplacian_matrix(w, "normalized")
+    assert sp.csr_matrix(lap).nnz > spectral.SPARSE_MAX_DENSITY * 300 ** 2
+    vals, vecs = smallest_eigenvectors(lap, 4)  # dense eigh: 300 rows
+    assert vals[:3] == pytest.approx(0, abs=1e-10) and vals[3] > 1e-3
+    monkeypatch.setattr(spectral, "DENSE_EIGH_MAX_N", 100)
+    lobpcg_vals, lobpcg_vecs = smallest_eigenvectors(lap, 4)
+    np.testing.assert_allclose(lobpcg_vals, vals, atol=1e-8)
+    assert grassmann(lobpcg_vecs, vecs) < 1e-8
+    calls = []
+
+    def unconverged(*args):
+        calls.append(args)
+        raise RuntimeError("The eigensolver did not converge")
+
+    monkeypatch.setattr(spectral, "_lobpcg_smallest", unconverged)
+    fallback_vals, _ = smallest_eigenvectors(lap, 4)
+    assert len(calls) == 1
+    np.testing.assert_allclose(fallback_vals, vals, atol=1e-12)
+
+
 @pytest.mark.slow
 def test_amg_preconditioned_lobpcg_finds_the_dense_eigenspace_and_honours_its_time_limit(
         monkeypatch):
