@@ -223,40 +223,8 @@ def equal_invariance_weight(autoencoder, x, deform, *, batch_size=256, max_shift
     return mse / nt, mse, nt
 
 
-def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rate=1e-3,
-                      max_shift=0.0, image_shape=None, deform=None,
-                      invariance_weight=0.0, temperature=0.5,
-                      validation_fraction=0.01, seed=0, verbose=1, checkpointer=None,
-                      strategy=None):
-    """Reconstruction training: MSE, Adam at a constant learning rate, a fresh
-    shuffle each epoch.
-
-    With ``max_shift`` > 0 (rows of x are images of ``image_shape``) each batch
-    is first moved by ``translate_images``, and the moved images are both
-    input and target: more handwriting positions to learn from.
-
-    With ``invariance_weight`` > 0 and ``deform`` (a function ``(x, epoch) ->
-    x`` with each row deformed, epochs from 0, deterministic in its arguments
-    so that a resumed run and every worker draw the same; e.g.
-    the harness's ``infimnist.redeform``) each epoch's deformed rows are second views: the
-    autoencoder reconstructs x itself, and the loss adds ``invariance_weight``
-    times ``losses.nt_xent`` (at ``temperature``) of each row's code against
-    its deformed view's code, the batch's other codes being the ones to tell
-    it from, so codes learn to leave the deformations out while keeping the
-    digits apart. With ``max_shift`` the two views move by offsets of their
-    own; under a strategy each code is still told apart from the whole global
-    batch's. This holds a second copy of x, and ``deform`` runs before each
-    epoch, not beside it.
-
-    Each epoch is one compiled ``tf.function``; with a ``checkpointer`` every
-    epoch is saved and an interrupted run resumes with the same weights,
-    optimizer state, shuffling and augmentation stream. The validation loss
-    (on a random ``validation_fraction`` of x, also trained on; neither
-    shifted nor deformed) is reported only. With a ``tf.distribute``
-    ``strategy`` (``autoencoder`` built in its scope) each batch, drawn and
-    augmented once, is split over the replicas (``distribute``).
-    Returns the history dict."""
-    strategy = distribute.get(strategy)
+def _check_training_args(x, max_shift, image_shape, deform, invariance_weight, temperature):
+    """``train_autoencoder``'s augmentation arguments, or a ValueError naming one."""
     if max_shift < 0:
         raise ValueError(f"max_shift must be >= 0, got max_shift={max_shift!r}.")
     _check_image_shape(x, max_shift, image_shape)
@@ -274,30 +242,10 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
                          f"invariance_weight > 0, got invariance_weight={invariance_weight!r}.")
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got temperature={temperature!r}.")
-    x = np.asarray(x, dtype=np.float32)
-    n = len(x)
-    x_all = tf.constant(x)
-    val = tf.constant(x[np.random.default_rng(seed).permutation(n)[: max(1, int(validation_fraction * n))]])
-    steps = int(np.ceil(n / batch_size))
-    # Each epoch's deformed views, set before it (the epoch from the
-    # optimizer's step count, so a resumed run draws the same ones).
-    views_all = tf.Variable(x_all, trainable=False) if deform is not None else None
-    generator = tf.random.Generator.from_seed(seed)
-    with strategy.scope():
-        optimizer = keras.optimizers.Adam(learning_rate)
-        optimizer.build(autoencoder.trainable_variables)
 
-    def mse(batch):
-        return tf.reduce_mean(tf.square(autoencoder(batch, training=True) - batch))
 
-    def step(batch):
-        rows = tf.shape(batch)[0]
-        local = distribute.local_part(batch)
-        with tf.GradientTape() as tape:
-            loss = distribute.replica_share(mse(local), rows)
-        grads = tape.gradient(loss, autoencoder.trainable_variables)
-        optimizer.apply_gradients(zip(grads, autoencoder.trainable_variables))  # summed
-        return distribute.all_sum(loss)
+def _invariance_step(autoencoder, optimizer, invariance_weight, temperature, batch_size):
+    """The step of ``train_autoencoder`` with the invariance term."""
 
     def invariance_step(views, batch):
         """Reconstruction of ``batch`` plus NT-Xent of its codes against its
@@ -333,6 +281,72 @@ def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rat
         optimizer.apply_gradients(zip(grads, autoencoder.trainable_variables))  # summed
         return distribute.all_sum(reconstruction
                                   + invariance_weight * distribute.even_share(contrast))
+
+    return invariance_step
+
+
+def train_autoencoder(autoencoder, x, *, epochs=50, batch_size=256, learning_rate=1e-3,
+                      max_shift=0.0, image_shape=None, deform=None,
+                      invariance_weight=0.0, temperature=0.5,
+                      validation_fraction=0.01, seed=0, verbose=1, checkpointer=None,
+                      strategy=None):
+    """Reconstruction training: MSE, Adam at a constant learning rate, a fresh
+    shuffle each epoch.
+
+    With ``max_shift`` > 0 (rows of x are images of ``image_shape``) each batch
+    is first moved by ``translate_images``, and the moved images are both
+    input and target: more handwriting positions to learn from.
+
+    With ``invariance_weight`` > 0 and ``deform`` (a function ``(x, epoch) ->
+    x`` with each row deformed, epochs from 0, deterministic in its arguments
+    so that a resumed run and every worker draw the same; e.g.
+    the harness's ``infimnist.redeform``) each epoch's deformed rows are second views: the
+    autoencoder reconstructs x itself, and the loss adds ``invariance_weight``
+    times ``losses.nt_xent`` (at ``temperature``) of each row's code against
+    its deformed view's code, the batch's other codes being the ones to tell
+    it from, so codes learn to leave the deformations out while keeping the
+    digits apart. With ``max_shift`` the two views move by offsets of their
+    own; under a strategy each code is still told apart from the whole global
+    batch's. This holds a second copy of x, and ``deform`` runs before each
+    epoch, not beside it.
+
+    Each epoch is one compiled ``tf.function``; with a ``checkpointer`` every
+    epoch is saved and an interrupted run resumes with the same weights,
+    optimizer state, shuffling and augmentation stream. The validation loss
+    (on a random ``validation_fraction`` of x, also trained on; neither
+    shifted nor deformed) is reported only. With a ``tf.distribute``
+    ``strategy`` (``autoencoder`` built in its scope) each batch, drawn and
+    augmented once, is split over the replicas (``distribute``).
+    Returns the history dict."""
+    strategy = distribute.get(strategy)
+    _check_training_args(x, max_shift, image_shape, deform, invariance_weight, temperature)
+    x = np.asarray(x, dtype=np.float32)
+    n = len(x)
+    x_all = tf.constant(x)
+    val = tf.constant(x[np.random.default_rng(seed).permutation(n)[: max(1, int(validation_fraction * n))]])
+    steps = int(np.ceil(n / batch_size))
+    # Each epoch's deformed views, set before it (the epoch from the
+    # optimizer's step count, so a resumed run draws the same ones).
+    views_all = tf.Variable(x_all, trainable=False) if deform is not None else None
+    generator = tf.random.Generator.from_seed(seed)
+    with strategy.scope():
+        optimizer = keras.optimizers.Adam(learning_rate)
+        optimizer.build(autoencoder.trainable_variables)
+
+    def mse(batch):
+        return tf.reduce_mean(tf.square(autoencoder(batch, training=True) - batch))
+
+    def step(batch):
+        rows = tf.shape(batch)[0]
+        local = distribute.local_part(batch)
+        with tf.GradientTape() as tape:
+            loss = distribute.replica_share(mse(local), rows)
+        grads = tape.gradient(loss, autoencoder.trainable_variables)
+        optimizer.apply_gradients(zip(grads, autoencoder.trainable_variables))  # summed
+        return distribute.all_sum(loss)
+
+    invariance_step = _invariance_step(autoencoder, optimizer, invariance_weight, temperature,
+                                       batch_size)
 
     @tf.function
     def run_epoch():

@@ -216,93 +216,70 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                   BaseEstimator):
     """Spectral clustering with a deep network (Shaham et al., ICLR 2018).
 
-    A network F_theta maps each point to an approximation of the k smallest
-    eigenvectors of the graph Laplacian of the data, trained by Algorithm 1
-    of the paper (alternating orthogonalization and gradient steps on random
-    minibatches). k-means on the embedding's rows, scaled to unit length,
-    gives the clusters; a new point goes through the net to the nearest
-    centroid (out-of-sample extension).
-
-    The graph's parts are objects with parameters of their own
-    (``GaussianKNNAffinity``, ``SiameseEmbedding``, ``Eigengap``), reached
-    with nested keys as in scikit-learn pipelines
-    (``set_params(affinity__n_nbrs=5)``, grids over ``affinity__n_nbrs``).
-    A nested key never changes the object that was passed in: the part is
-    replaced by a copy with the new value. docs/python.md explains each
-    parameter's role; docs/training.md, the training.
+    A network F_theta maps each point to the k smallest eigenvectors of the
+    graph Laplacian of the data, trained by the paper's Algorithm 1 on random
+    minibatches. k-means on the embedding's unit-length rows gives the
+    clusters; a new point goes through the net to the nearest centroid. The
+    parts (``GaussianKNNAffinity``, ``SiameseEmbedding``, ``Eigengap``) take
+    nested keys (``set_params(affinity__n_nbrs=5)``), which replace the part
+    by a copy. docs/python.md explains each parameter; docs/training.md, training.
 
     Parameters
     ----------
     n_clusters : int, "auto" or Eigengap, default=2
-        Number of clusters k, also the embedding's width. "auto" or an
-        ``Eigengap``: k chosen in ``fit`` by the largest eigengap of the
-        training graph (``n_clusters_``, ``eigenvalues_``).
+        k, also the embedding's width; "auto" or an ``Eigengap``: chosen in
+        ``fit`` by the training graph's largest eigengap (``n_clusters_``).
     hidden_units : tuple of int or "auto", default="auto"
-        ReLU layers of F_theta; a layer of size k and Orthonorm follow.
-        "auto": ``(w, w, w/2)`` with w from the input width and n
-        (``auto_hidden_units``).
+        ReLU layers of F_theta, before a size-k layer and Orthonorm; "auto":
+        ``(w, w, w/2)``, w from the input width and n (``auto_hidden_units``).
     output_activation : {"tanh", "linear"}, default="tanh"
         Activation of the size-k layer ("tanh": the paper's Table 3).
     affinity : {"knn", "full", "precomputed"} or Affinity, default="knn"
-        The graph a minibatch trains on. "knn": ``GaussianKNNAffinity()``,
-        "full": ``FullGaussianAffinity()``, "precomputed":
-        ``PrecomputedAffinity()``, the user's own graph,
-        ``fit(X, graph=W)``. An object sets its parameters; it is copied,
-        never fitted itself (the fitted copy is ``affinity_``).
+        The graph a minibatch trains on: ``GaussianKNNAffinity()``,
+        ``FullGaussianAffinity()``, or the user's own, ``fit(X, graph=W)``.
+        An object is copied, never fitted itself (``affinity_``).
     laplacian : {"normalized", "unnormalized"}, default="normalized"
         ``I - D^-1/2 W D^-1/2`` (paper Eq. 5) or ``D - W`` (Eq. 3).
     batch_size : int or None, default=None
-        Points in a minibatch (of the gradient steps and of the
-        orthogonalization steps alike); None: min(512, n_train), or with a
-        given graph min(1024, n_train) (a minibatch keeps about m/n of a
-        node's edges).
+        Points in a minibatch (gradient and orthogonalization steps alike);
+        None: min(512, n_train), with a given graph min(1024, n_train).
     learning_rate : float, default=1e-3
-        Initial RMSprop learning rate.
-    patience : int, default=10
-        Epochs without a lower validation loss before the rate is divided by 10.
-    min_lr : float, default=1e-8
-        Training stops when the rate reaches it.
+        RMSprop's first rate, cut 10-fold after ``patience`` epochs without a
+        lower validation loss; training stops when it reaches ``min_lr``.
+    patience, min_lr : int, default=10; float, default=1e-8
+        As above.
     max_epochs : int or "auto", default="auto"
-        Most epochs; "auto": as many as give ``AUTO_ITERATIONS`` iterations,
-        within [20, 100] (``auto_max_epochs``).
+        Most epochs; "auto": ``AUTO_ITERATIONS`` iterations, in [20, 100] epochs.
     steps_per_epoch : int or None, default=None
-        Iterations per epoch; None: a pass over the training points, at
-        least ``MIN_STEPS_PER_EPOCH``.
+        Iterations per epoch; None: a pass, at least ``MIN_STEPS_PER_EPOCH``.
     tol : float, default=1e-3
-        Stop once the validation loss has not fallen by more than this share
-        of itself for ``patience`` epochs (``callbacks.Convergence``): training
-        has converged. 0: train until ``min_lr`` or ``max_epochs`` (the paper's).
+        Stop once the validation loss has not fallen by this share of itself
+        for ``patience`` epochs (``callbacks.Convergence``); 0: never.
     init : {"spectral", "random"}, default="spectral"
-        How F_theta starts: fitted to the exact eigenvectors of a
-        subsample's graph (``initializers.SpectralInit``), or Glorot weights
-        (the paper's). The defaults of the graph, the Laplacian, the start,
-        the stop and the minibatch were chosen together by a stated rule on a
-        development suite of data sets (``harness/defaults.py``).
+        F_theta fitted first to the exact eigenvectors of a subsample's graph
+        (``initializers.SpectralInit``), or Glorot weights (the paper's). The
+        defaults of the graph, the Laplacian, the start, the stop and the
+        minibatch were chosen by a stated rule on a development suite of data
+        sets (``harness/defaults.py``).
     dtype_policy : {"float32", "mixed_bfloat16", "auto"}, default="float32"
-        Keras dtype policy of the ReLU layers; "auto": bfloat16 where the
-        hardware multiplies in it (``hardware``).
+        The ReLU layers' Keras policy; "auto": bfloat16 where the hardware has it.
     validation_fraction : float, default=0.1
-        Share of X held out for the validation loss.
+        The share of X held out for the validation loss.
     label_weight : float, default=1.0
-        With ``partial_labels``: weight of the label term in the loss
-        (``constraints.LabelConstraint``); 0 turns it off.
+        With ``partial_labels``: the label term's weight in the loss; 0: none.
     labeled_share : float, default=0.0
-        With ``partial_labels``: share of each minibatch drawn from the
-        labeled points.
+        With ``partial_labels``: the share of each minibatch drawn from them.
     group_weight : "balanced" or float, default="balanced"
-        With ``groups``: the affinity of a pair of one group
-        (``constraints.GroupConstraint``); "balanced": the weight that makes
-        their loss term equal the rest at initialisation.
+        With ``groups``: the affinity of a pair of one group; "balanced": the
+        weight that makes their loss term equal the rest at initialisation.
     affinity_embedding : None, "siamese", SiameseEmbedding or callable, default=None
-        The distance the affinity measures: Euclidean (None), a Siamese net
-        trained first on nearest-neighbour pairs (paper Sec. 3.2), or a
-        fixed callable (e.g. a trained Keras model).
+        The affinity's distance: Euclidean (None), a Siamese net trained first
+        (paper Sec. 3.2), or a fixed callable (e.g. a trained Keras model).
     encoder : keras.Model or None, default=None
-        A fixed map from raw input to a code space; everything trains on
-        the codes, and ``model_``, ``predict`` and the exports take raw input.
+        A fixed map to a code space that everything trains on; ``model_``,
+        ``predict`` and the exports take raw input.
     checkpoint_dir : str or None, default=None
-        Checkpoint each epoch of both trainings there (atomically);
-        ``fit(..., resume=True)`` continues from them.
+        Checkpoint each epoch there (atomically); ``fit(..., resume=True)``.
     log_dir : str or None, default=None
         TensorBoard curves of both trainings, and each phase's seconds.
     distribute : tf.distribute.Strategy or None, default=None
@@ -326,33 +303,27 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         Cluster of each training point; after a semi-supervised fit, in the
         classes of ``partial_labels``.
     group_labels_ : ndarray of shape (n_samples,) or None
-        After ``fit(X, groups=...)``: each point's cluster from its group's
-        mean embedding row.
+        After ``fit(X, groups=...)``: each group's cluster, by its mean row.
     cluster_centers_ : ndarray of shape (n_clusters, n_clusters)
         k-means centroids of the embedding's unit-length rows.
     normalize_rows_ : bool
-        Whether the centroids are of unit-length rows (True for every fit).
+        Whether the centroids are of unit-length rows (every fit's are).
     affinity_ : Affinity
         The fitted copy of ``affinity``.
     label_check_ : dict or None
-        After a semi-supervised fit: whether the classifier of the labels
-        alone reshaped the graph ("keep") and the held-out accuracies that
-        decided it (``labelscores.check_label_classifier``); None where
-        nothing was checked.
+        After a semi-supervised fit: whether the labels' classifier reshaped
+        the graph, and the held-out accuracies that decided it.
     affinity_embedding_ : SiameseEmbedding, FixedEmbedding or None
         The fitted copy of ``affinity_embedding``.
     history_ : dict
-        Per epoch "iteration", "loss", "val_loss", "lr", "epoch_seconds"
-        (and "grassmann" given ``eigvecs``); "seconds" of training;
-        ``init="spectral"`` adds the warm start's values.
+        Per epoch "loss", "val_loss", "lr", "epoch_seconds" and more;
+        "seconds", "stopped_by"; the warm start's values.
     codes_ : ndarray or None
         The encoder's output for the training data (None without an encoder).
     siamese_ : keras.Model
-        The trained Siamese net (with a ``SiameseEmbedding``), and
-        ``siamese_history_`` its history.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Column names of X, when X was a DataFrame with string column names.
+        With a ``SiameseEmbedding``: the trained net (``siamese_history_``).
+    n_features_in_, feature_names_in_ : int, ndarray of str
+        As in scikit-learn (names only from a DataFrame with string columns).
 
     Examples
     --------
@@ -361,11 +332,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     >>> X, y = make_moons(1000, noise=0.05, random_state=0)
     >>> net = SpectralNet(n_clusters=2, random_state=0)
     >>> labels = net.fit(X).labels_        # doctest: +SKIP
-    >>> net.plan(1000, 2).hidden_units     # the "auto" net for 1,000 2-D points
-    (256, 256, 128)
-    >>> net = SpectralNet(2, affinity=GaussianKNNAffinity(n_nbrs=10, scale="local"))
-    >>> net.set_params(affinity__n_nbrs=5).affinity.n_nbrs
-    5
+    >>> net.set_params(affinity=GaussianKNNAffinity(n_nbrs=30)).affinity.n_nbrs
+    30
     """
 
     _parameter_constraints = {
@@ -488,6 +456,39 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         that ``fit`` would, before any work."""
         validate_params(self, self._parameter_constraints)
         n = n_samples
+        chooser, affinity, embedding = self._make_parts(n)
+        needed = affinity.n_neighbors_needed()
+        ranks = ", ".join(f"{key}={value}" for key, value in affinity.ranks().items())
+        # The validation hold-out is one minibatch at least: its affinity
+        # needs the neighbours too (this matters for small data only).
+        n_val = max(needed + 1, int(round(self.validation_fraction * n)))
+        n_train = n - n_val
+        if n_train <= needed:
+            raise ValueError(
+                f"The affinity needs {needed} neighbours per point ({ranks}) in a minibatch "
+                f"and in the validation hold-out, but n_samples={n} leaves {n_train} training "
+                f"points beside a hold-out of {n_val}; lower them or give more data.")
+        k = chooser.max_clusters
+        batch_size = self._check_batch("batch_size", self.batch_size, n_train, n, k,
+                                       affinity.batch_size or DEFAULT_BATCH_SIZE)
+        if batch_size <= needed:  # fail now, not after Siamese training
+            raise ValueError(
+                f"The affinity needs {needed} neighbours per point ({ranks}) but a minibatch "
+                f"has batch_size={batch_size} points; lower them or raise batch_size.")
+        steps = (max(n_train // batch_size, MIN_STEPS_PER_EPOCH) if self.steps_per_epoch is None
+                 else self.steps_per_epoch)
+        epochs = auto_max_epochs(steps) if _is_auto(self.max_epochs) else self.max_epochs
+        if _is_auto(self.hidden_units):  # the encoder's output width, with an encoder
+            units = auto_hidden_units(n, n_features if self.encoder is None
+                                      else int(self.encoder.output_shape[-1]))
+        else:
+            units = tuple(self.hidden_units)
+        return Plan(n_val, n_train, batch_size, steps, epochs, units, affinity, embedding, chooser)
+
+    def _make_parts(self, n):
+        """The unfitted parts (k's chooser, the affinity, the learned
+        distance), each checked, and checked against n points and the
+        strategy; a ValueError naming the parameter otherwise."""
         chooser = make_n_clusters(self.n_clusters)
         try:
             chooser.check_params()
@@ -510,33 +511,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                 "Under a multi-worker strategy every worker must draw the same split and "
                 "minibatches: random_state must be an int, got "
                 f"random_state={self.random_state!r}.")
-        # The validation hold-out is one minibatch at least: its affinity
-        # needs the neighbours too (this matters for small data only).
-        needed = affinity.n_neighbors_needed()
-        ranks = ", ".join(f"{key}={value}" for key, value in affinity.ranks().items())
-        n_val = max(needed + 1, int(round(self.validation_fraction * n)))
-        n_train = n - n_val
-        if n_train <= needed:
-            raise ValueError(
-                f"The affinity needs {needed} neighbours per point ({ranks}) in a minibatch "
-                f"and in the validation hold-out, but n_samples={n} leaves {n_train} training "
-                f"points beside a hold-out of {n_val}; lower them or give more data.")
-        batch_size = self._check_batch("batch_size", self.batch_size, n_train, n, k,
-                                       affinity.batch_size or DEFAULT_BATCH_SIZE)
-        if batch_size <= needed:  # fail now, not after Siamese training
-            raise ValueError(
-                f"The affinity needs {needed} neighbours per point ({ranks}) but a minibatch "
-                f"has batch_size={batch_size} points; lower them or raise batch_size.")
-        steps = (max(n_train // batch_size, MIN_STEPS_PER_EPOCH) if self.steps_per_epoch is None
-                 else self.steps_per_epoch)
-        epochs = auto_max_epochs(steps) if _is_auto(self.max_epochs) else self.max_epochs
-        if _is_auto(self.hidden_units):
-            width = (int(self.encoder.output_shape[-1]) if self.encoder is not None
-                     else n_features)
-            units = auto_hidden_units(n, width)
-        else:
-            units = tuple(self.hidden_units)
-        return Plan(n_val, n_train, batch_size, steps, epochs, units, affinity, embedding, chooser)
+        return chooser, affinity, embedding
 
     def _check_embedding(self, affinity, embedding):
         """The learned distance and the affinity agree, or a ValueError."""

@@ -157,15 +157,12 @@ def train_spectralnet(model, affinity, data, config, *, constraints=(), initiali
 
     ``affinity`` (fitted) builds each minibatch's W from the points'
     coordinates; ``constraints`` (``constraints.Constraint``) shape the
-    minibatches, W and the loss; ``initializer`` (``initializers``; default:
-    the weights as built) starts the net and may steer it; ``callbacks``
-    (``callbacks``) see every epoch (e.g. ``PlateauSchedule``, which
-    decides when to stop). ``resuming``: a ``Checkpoint`` callback will
-    restore the training, so the initializer does not fit its start again.
-
-    With a ``tf.distribute`` ``strategy`` (``model`` built in its scope), each
-    step is data-parallel over the replicas, on the same global minibatches
-    as without one (``distribute``); without one, the strategy in scope.
+    minibatches, W and the loss; ``initializer`` (default: the weights as
+    built) starts the net and may steer it; ``callbacks`` see every epoch
+    (``PlateauSchedule`` decides when to stop). ``resuming``: a
+    ``Checkpoint`` callback restores the training; the start is not refitted.
+    Under a ``tf.distribute`` ``strategy`` (``model`` built in its scope),
+    each step is data-parallel, on the same global minibatches as without.
     """
     strategy = distribute.get(strategy)
     distribute.check_divisible("batch_size", config.batch_size, strategy)
