@@ -77,12 +77,12 @@ DIGITS = 10
 ENTRIES = (
     {"row": "MNIST, all 70k",
      "argv": ["--dset", "mnist"], "n_clusters": DIGITS,
-     "records": ["2026-11-29-bench-run-212300.json", "2026-11-29-bench-run-212527.json",
-                 "2026-11-29-bench-run-212801.json", "2026-11-29-bench-run-213031.json",
-                 "2026-11-29-bench-run-213255.json"]},
+     "records": ["2026-12-07-bench-run-014026.json", "2026-12-07-bench-run-014159.json",
+                 "2026-12-07-bench-run-014343.json", "2026-12-07-bench-run-014519.json",
+                 "2026-12-07-bench-run-014651.json"]},
     {"row": "MNIST, train 60k, test 10k",
      "argv": ["--dset", "mnist", "--split"], "n_clusters": DIGITS,
-     "records": []},  # its config is being replaced; measured after the change
+     "records": ["2026-12-07-bench-run-023244.json", "2026-12-07-bench-run-023408.json", "2026-12-07-bench-run-020156.json", "2026-12-07-bench-run-021942.json", "2026-12-07-bench-run-022103.json"]},
     {"row": "Infinite MNIST, 1M and 8.1M digits",
      "argv": ["--dset", "infimnist", "--split"], "n_clusters": DIGITS,
      "records": [f"2026-12-04-scale-{tag}-accept-s{seed}-n{n}.json"
@@ -104,6 +104,15 @@ ENTRIES = (
                  "2026-11-24-issue18-preset-input-euclidean.json":
                  ["--dset", "mnist", "--preset", "paper", "--space", "input", "--affinity",
                   "euclidean"]}},
+    {"row": "The development suite: the defaults against what users pick instead",
+     "defaults": True, "records": ["2026-12-07-bench-suite-023118.json"]},
+    {"row": "Your own graph (`affinity=\"precomputed\"`)",
+     "defaults": True, "records": ["2026-12-07-bench-suite-023118.json"]},
+    {"row": "A default fit of 5,000 × 100",
+     "defaults": True, "records": ["2026-12-07-bench-small-fit-022215.json"]},
+    {"row": "Semi-supervised: 2% labels on two noisy rings",
+     "exempt": "a grid of default fits with labels (semisup.py grid), whose record keeps its "
+               "SpectralNet parameters, none set"},
     {"row": "The warm start against random weights (why `init=\"spectral\"`)",
      "exempt": "a subset recipe of its own (tests/mnist_variant.py, 4,000 digits) that tests "
                "the start, not a shipped command"},
