@@ -104,6 +104,8 @@ ENTRIES = (
                  "2026-11-24-issue18-preset-input-euclidean.json":
                  ["--dset", "mnist", "--preset", "paper", "--space", "input", "--affinity",
                   "euclidean"]}},
+    {"row": "The authors' package on MNIST, end to end",
+     "exempt": "a peer's own config (bench.py suite --authors-mnist), run beside ours"},
     {"row": "The development suite: the defaults against what users pick instead",
      "defaults": True, "records": ["2026-12-07-bench-suite-023118.json"]},
     {"row": "Your own graph (`affinity=\"precomputed\"`)",
