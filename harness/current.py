@@ -82,7 +82,9 @@ ENTRIES = (
                  "2026-12-07-bench-run-014651.json"]},
     {"row": "MNIST, train 60k, test 10k",
      "argv": ["--dset", "mnist", "--split"], "n_clusters": DIGITS,
-     "records": ["2026-12-07-bench-run-023244.json", "2026-12-07-bench-run-023408.json", "2026-12-07-bench-run-020156.json", "2026-12-07-bench-run-021942.json", "2026-12-07-bench-run-022103.json"]},
+     "records": ["2026-12-07-bench-run-023244.json", "2026-12-07-bench-run-023408.json",
+                 "2026-12-07-bench-run-020156.json", "2026-12-07-bench-run-021942.json",
+                 "2026-12-07-bench-run-022103.json"]},  # seeds 0-4
     {"row": "Infinite MNIST, 1M and 8.1M digits",
      "argv": ["--dset", "infimnist", "--split"], "n_clusters": DIGITS,
      "records": [f"2026-12-04-scale-{tag}-accept-s{seed}-n{n}.json"
@@ -175,14 +177,12 @@ def defaults_config(**params):
     the records of ``bench.py suite`` and ``small-fit`` keep it: the default
     affinity as the object its name makes (its parameters beside), no
     ``n_clusters``, which each data set sets, and no run-specific keys."""
-    from spectralnet_tf.affinity import AFFINITIES
     from spectralnet_tf.estimator import SpectralNet
 
     from . import reproduce
 
     net = SpectralNet(2)
-    if isinstance(net.affinity, str):  # the class it names, so that its parameters show
-        net.set_params(affinity=AFFINITIES[net.affinity]())
+    net.set_params(affinity=net.make_affinity())  # the object its name makes: its parameters show
     params = reproduce.record_params(net.set_params(**params))
     params.pop("n_clusters")
     return _comparable(params)

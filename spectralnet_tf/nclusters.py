@@ -129,8 +129,8 @@ class Eigengap(BaseEstimator):
             self.eigenvalues_ = np.sort(values)
         else:
             rows = np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
-            w = sharp(affinity, np.asarray(z)[rows], min(batch_size, size), seed).sampled_graph(
-                np.asarray(z)[rows], min(batch_size, size))
+            coords, m = np.asarray(z)[rows], min(batch_size, size)
+            w = sharp(affinity, coords, m, seed).sampled_graph(coords, m)
             # float64: near-degenerate small eigenvalues must not drown in float32
             # rounding. All eigenvalues of the dense matrix (divide and conquer)
             # take a fraction of the time of a subset of them, which bisects

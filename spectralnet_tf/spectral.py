@@ -6,7 +6,6 @@ k-means on them (paper Appendix C). With a few labels, the exact reference is
 the harmonic function of the same graph (``harmonic_labels``).
 """
 
-import contextlib
 import time
 import warnings
 
@@ -83,7 +82,6 @@ def smallest_eigenvectors(lap, k, tol=1e-8, max_iter=1000, time_limit=None):
     """
     n = lap.shape[0]
     sparse = sp.csr_matrix(lap)
-    vals = None
     if n <= DENSE_MAX_N and k < n - 1 and sparse.nnz <= SPARSE_MAX_DENSITY * n * n:
         start = np.random.default_rng(0).normal(size=n)  # ARPACK's own start is random
         vals, vecs = scipy.sparse.linalg.eigsh(sparse.tocsc(), k, sigma=SHIFT, which="LM",
@@ -91,16 +89,23 @@ def smallest_eigenvectors(lap, k, tol=1e-8, max_iter=1000, time_limit=None):
         order = np.argsort(vals)
         vals, vecs = vals[order], vecs[:, order]
     elif n <= DENSE_MAX_N:
-        if n > DENSE_EIGH_MAX_N:
-            with contextlib.suppress(RuntimeError):  # unconverged: solved densely instead
-                vals, vecs = _lobpcg_smallest(sparse, k, tol, max_iter)
-        if vals is None:
-            vals, vecs = scipy.linalg.eigh(sparse.toarray(), subset_by_index=[0, k - 1])
+        vals, vecs = _dense_smallest(sparse, k, tol, max_iter)
     elif n > AMG_MIN_N:
         vals, vecs = amg_smallest(sparse, k, time_limit=time_limit)
     else:
         vals, vecs = _lobpcg_smallest(sparse, k, tol, max_iter)
     return vals, vecs  # ascending
+
+
+def _dense_smallest(lap, k, tol, max_iter):
+    """A Laplacian too dense for shift-invert: LOBPCG above ``DENSE_EIGH_MAX_N``
+    rows, dense ``eigh`` up to it or where LOBPCG does not converge."""
+    if lap.shape[0] > DENSE_EIGH_MAX_N:
+        try:
+            return _lobpcg_smallest(lap, k, tol, max_iter)
+        except RuntimeError:  # unconverged: solved densely instead
+            pass
+    return scipy.linalg.eigh(lap.toarray(), subset_by_index=[0, k - 1])
 
 
 def _lobpcg_smallest(lap, k, tol, max_iter=None, precond=None, time_limit=None, seed=0,
