@@ -690,7 +690,7 @@ def bench_group_weight(args, command):
     no groups; "balanced": the rule; or a number) and seed, ACC in all, on
     the originals and on the copies, the weight the fit used, and the share
     of copies in the cluster of their source digit (label-free)."""
-    from spectralnet_tf import SpectralNet
+    from spectralnet_tf import Schedule, SpectralNet
     from spectralnet_tf.metrics import acc
 
     rows = []
@@ -698,7 +698,7 @@ def bench_group_weight(args, command):
         for seed in args.seeds:
             x, y, groups, original = shifted_digit_copies(seed)
             given = weight if weight in ("none", "balanced") else float(weight)
-            net = SpectralNet(n_clusters=10, random_state=seed, max_epochs=60,
+            net = SpectralNet(n_clusters=10, random_state=seed, schedule=Schedule(max_epochs=60),
                               group_weight=1.0 if given == "none" else given)
             start = time.perf_counter()
             net.fit(x, groups=None if given == "none" else groups)

@@ -8,6 +8,7 @@ BENCHMARKS.md.
 from sklearn.base import clone
 
 from spectralnet_tf.affinity import GaussianKNNAffinity
+from spectralnet_tf import Schedule
 from spectralnet_tf.siamese import SiameseEmbedding
 from spectralnet_tf.views import Shift
 
@@ -15,9 +16,15 @@ from .infimnist import Deform, Redraw
 
 #: The package's own defaults, which the MNIST and Reuters recipes predate:
 #: the paper's Laplacian (Eq. 3) and its schedule to the end (no convergence
-#: stop). Every other data set (the illustrative sets, digits) runs on the
-#: package's defaults.
-_RECIPE = {"laplacian": "unnormalized", "tol": 0.0}
+#: stop, ``_schedule``). Every other data set (the illustrative sets, digits)
+#: runs on the package's defaults.
+_RECIPE = {"laplacian": "unnormalized"}
+
+
+def _schedule(**params):
+    """A recipe's schedule: the paper's, run to its end (``tol=0``)."""
+    return Schedule(tol=0.0, **params)
+
 
 CONFIGS = {
     # The paper's SpectralNet (Table 3/4: 1024-1024-512, batch 1024, RMSprop
@@ -46,17 +53,16 @@ CONFIGS = {
         "init": "spectral",
         "affinity": GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local"),
         "batch_size": 1024,
-        "learning_rate": 1e-3,
-        "patience": 10,
-        "max_epochs": 18,
+        "schedule": _schedule(learning_rate=1e-3, patience=10, max_epochs=18),
         "dtype_policy": "auto",
         # - Siamese view positives (supervision without labels: the classes
         #   survive small shifts), as many per point as neighbour positives,
         #   shifts of up to 2 pixels each way (Sabour et al. 2017's MNIST
         #   augmentation): both settings by rule, not by a measurement.
         "affinity_embedding": SiameseEmbedding(
-            hidden_units=(256, 256, 10), n_nbrs=5, batch_size=512, max_epochs=60,
-            steps_per_epoch=277, dtype_policy="auto", views="shift"),
+            hidden_units=(256, 256, 10), n_nbrs=5, batch_size=512,
+            schedule=_schedule(max_epochs=60, steps_per_epoch=277), dtype_policy="auto",
+            views="shift"),
     },
     # Infinite MNIST: MNIST's settings with MNIST's epoch lengths as fixed step
     # budgets (61 SpectralNet steps, 1,107 Siamese steps), so that training
@@ -95,21 +101,20 @@ CONFIGS = {
         "hidden_units": (512, 256),
         "affinity": GaussianKNNAffinity(n_nbrs=10, scale_nbr=10, scale="global"),
         "batch_size": 2048,
-        "learning_rate": 5e-5,
-        "patience": 10,
-        "max_epochs": 100,
+        "schedule": _schedule(learning_rate=5e-5, patience=10, max_epochs=100),
         "affinity_embedding": SiameseEmbedding(
             hidden_units=(512, 256, 128), n_nbrs=100, positives_per_point=1, batch_size=128,
-            max_epochs=100, neighbors="annoy"),
+            schedule=_schedule(max_epochs=100), neighbors="annoy"),
     },
 }
 
 
 CONFIGS["infimnist"] = {
-    **CONFIGS["mnist"], "steps_per_epoch": 61, "max_epochs": 60,
+    **CONFIGS["mnist"],
+    "schedule": clone(CONFIGS["mnist"]["schedule"]).set_params(steps_per_epoch=61, max_epochs=60),
     "affinity_embedding": clone(CONFIGS["mnist"]["affinity_embedding"]).set_params(
-        steps_per_epoch=1107, max_epochs=60, views=Redraw(), max_samples=70_000,
-        group_pairs=False)}
+        schedule__steps_per_epoch=1107, schedule__max_epochs=60, views=Redraw(),
+        max_samples=70_000, group_pairs=False)}
 
 #: The views ``--views`` names: the package's shift, and infinite MNIST's law.
 HARNESS_VIEWS = {"shift": Shift, "deform": Deform, "redraw": Redraw}
@@ -132,13 +137,12 @@ PRESETS = {
             "init": "random",
             "affinity": GaussianKNNAffinity(n_nbrs=2, scale_nbr=1, scale="global"),
             "batch_size": 1024,
-            "learning_rate": 1e-3,
-            "patience": 10,
-            "min_lr": 1e-8,
-            "max_epochs": PAPER_MAX_EPOCHS,
+            "schedule": _schedule(learning_rate=1e-3, patience=10, min_lr=1e-8,
+                                  max_epochs=PAPER_MAX_EPOCHS),
             "affinity_embedding": SiameseEmbedding(
                 hidden_units=(1024, 1024, 512, 10), output_activation="relu", n_nbrs=2,
-                batch_size=128, learning_rate=1e-3, max_epochs=PAPER_MAX_EPOCHS),
+                batch_size=128, schedule=_schedule(learning_rate=1e-3,
+                                                   max_epochs=PAPER_MAX_EPOCHS)),
         },
         # Reuters: Table 3/4 and Appendix C; the number of affinity neighbours
         # is not given (10, as in CONFIGS["reuters"], matches the scale).
@@ -146,10 +150,11 @@ PRESETS = {
             **CONFIGS["reuters"],
             "output_activation": "tanh",
             "init": "random",
-            "min_lr": 1e-8,
-            "max_epochs": PAPER_MAX_EPOCHS,
+            "schedule": clone(CONFIGS["reuters"]["schedule"]).set_params(
+                min_lr=1e-8, max_epochs=PAPER_MAX_EPOCHS),
             "affinity_embedding": clone(CONFIGS["reuters"]["affinity_embedding"]).set_params(
-                output_activation="relu", learning_rate=1e-3, max_epochs=PAPER_MAX_EPOCHS),
+                output_activation="relu", schedule__learning_rate=1e-3,
+                schedule__max_epochs=PAPER_MAX_EPOCHS),
         },
     },
 }

@@ -39,11 +39,20 @@ from .records import RESULTS, ROOT, load_record
 RUN_KEYS = frozenset({"seed", "random_state", "scale_", "checkpoint_dir", "log_dir", "verbose",
                       "distribute"})
 
+#: Parameters that moved into a part after some records were made: recorded
+#: key -> today's. The schedule's, flat on SpectralNet and on its Siamese net
+#: until they became a ``Schedule`` part's (the same values, the same runs).
+_SCHEDULE = ("learning_rate", "max_epochs", "steps_per_epoch", "patience", "min_lr", "tol")
+MOVED = {f"{owner}{name}": f"{owner}schedule__{name}"
+         for owner in ("", "affinity_embedding__") for name in _SCHEDULE}
+
 #: Parameters the estimator gained after some records were made, each with
 #: the value that runs what those records ran: a record without the key reads
-#: as holding it. ``tol``: 0 never stops early, as every run before it;
-#: ``group_weight`` moved from the affinity to SpectralNet with its default.
-ADDED = {"tol": 0.0, "group_weight": "balanced"}
+#: as holding it. ``tol``: 0 never stops early, as every run before it, and as
+#: the Siamese net never did; ``group_weight`` moved from the affinity to
+#: SpectralNet with its default; the schedules are ``Schedule`` parts.
+ADDED = {"schedule__tol": 0.0, "group_weight": "balanced", "schedule": "Schedule",
+         "affinity_embedding__schedule": "Schedule", "affinity_embedding__schedule__tol": 0.0}
 
 #: Parameters the estimator has lost, each with a test of the recorded value
 #: (and the record's whole config) under which the record ran what today's
@@ -208,9 +217,9 @@ def record_config(record):
 def first_difference(recorded, today):
     """``(key, recorded value, today's value)`` of the first key (in sorted
     order) where a record's config and today's differ, or None. A key one
-    side lacks is ``"<absent>"`` there, after ``ADDED``, ``REMOVED`` and
-    ``RENAMED``."""
-    recorded = dict(recorded)
+    side lacks is ``"<absent>"`` there, after ``MOVED``, ``ADDED``,
+    ``REMOVED`` and ``RENAMED``."""
+    recorded = {MOVED.get(key, key): value for key, value in recorded.items()}
     for key, value in ADDED.items():
         if key in today and key not in recorded:
             recorded[key] = value

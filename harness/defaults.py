@@ -58,7 +58,7 @@ GRAPH_CANDIDATES = [
 #: the convergence stop on epochs of 10 steps, and the net's width ("auto",
 #: or a lean 128-128-64) by the default minibatch (1,024 or 512 points).
 FIT_CANDIDATES = [
-    {"init": "spectral", "tol": 1e-3, "steps_per_epoch": 10, **width, **batch}
+    {"init": "spectral", "schedule__tol": 1e-3, "schedule__steps_per_epoch": 10, **width, **batch}
     for width in ({}, {"hidden_units": [128, 128, 64]})
     for batch in ({}, {"DEFAULT_BATCH_SIZE": 512})
 ]

@@ -154,12 +154,22 @@ def run_param(config, name, part=None):
     (``part=None``) or its Siamese net's (``part="siamese"``). Records from
     before the estimator's parts were objects name the Siamese net's
     parameters ``siamese_NAME``, later ones ``affinity_embedding__NAME``; a
-    run without a Siamese net has none (None)."""
+    run without a Siamese net has none (None). A schedule's parameter
+    (``max_epochs``) is read from the part's ``schedule__NAME``, where records
+    since the ``Schedule`` part keep it, else from the flat NAME."""
+    from spectralnet_tf import Schedule
+
+    scheduled = name in Schedule().get_params()
+
+    def get(prefix, default=None):
+        flat = config.get(f"{prefix}{name}", default)
+        return config.get(f"{prefix}schedule__{name}", flat) if scheduled else flat
+
     if part is None:
-        return config.get(name)
+        return get("")
     if config.get("affinity_embedding") not in ("siamese", "SiameseEmbedding"):
         return None
-    return config.get(f"affinity_embedding__{name}", config.get(f"siamese_{name}"))
+    return get("affinity_embedding__", config.get(f"siamese_{name}"))
 
 
 def load_record(path):

@@ -27,11 +27,13 @@ import time
 
 import numpy as np
 import tensorflow as tf
+from sklearn.base import clone
 
 from spectralnet_tf import distribute
 from . import rundir
 from spectralnet_tf.affinity import AFFINITIES, SCALES
-from spectralnet_tf.siamese import SiameseEmbedding
+from spectralnet_tf import Schedule
+from spectralnet_tf.siamese import SIAMESE_SCHEDULE, SiameseEmbedding
 from spectralnet_tf.atomic import atomic_file
 from spectralnet_tf.autoencoder import load_encoder
 from spectralnet_tf.centroids import (NORMALIZE_ROWS, assign, fit_centroids, kmeans_labels,
@@ -253,10 +255,13 @@ def parse_args(argv=None):
 
 #: Flags that set a parameter of the affinity object, and of the Siamese embedding.
 AFFINITY_FLAGS = ("n_nbrs", "scale_nbr", "scale")
-SIAMESE_FLAGS = {"siamese_max_epochs": "max_epochs", "siamese_steps_per_epoch": "steps_per_epoch",
+SIAMESE_FLAGS = {"siamese_max_epochs": "schedule__max_epochs",
+                 "siamese_steps_per_epoch": "schedule__steps_per_epoch",
                  "siamese_n_nbrs": "n_nbrs", "siamese_dtype_policy": "dtype_policy",
                  "siamese_n_views": "n_views", "siamese_max_samples": "max_samples",
-                 "patience": "patience"}
+                 "patience": "schedule__patience"}
+#: Flags that set a parameter of SpectralNet's schedule.
+SCHEDULE_FLAGS = ("learning_rate", "patience", "max_epochs", "steps_per_epoch")
 
 
 def build_config(args):
@@ -271,12 +276,14 @@ def build_config(args):
         raise UsageError(f"--preset {args.preset}: {err}") from None
     if args.hidden:
         config["hidden_units"] = tuple(args.hidden)
-    for key in ("laplacian", "batch_size", "learning_rate", "patience",
-                "max_epochs", "steps_per_epoch", "init", "output_activation",
+    for key in ("laplacian", "batch_size", "init", "output_activation",
                 "label_weight", "labeled_share", "dtype_policy"):
         value = getattr(args, key)
         if value is not None:
             config[key] = value
+    schedule = {key: getattr(args, key) for key in SCHEDULE_FLAGS if getattr(args, key) is not None}
+    if schedule:  # a copy: the config's object stays as it is
+        config["schedule"] = clone(config.get("schedule") or Schedule()).set_params(**schedule)
     affinity = config.get("affinity", "knn")
     if args.affinity is not None and args.affinity != affinity:  # --kernel: another class
         kept = {} if isinstance(affinity, str) else affinity.get_params(deep=False)
@@ -588,8 +595,15 @@ def exact_reference(net, affinity, z, y, seed, batch_size, neighbors="exact", ti
 
 def record_params(net):
     """``net.get_params()`` for results.json: each part object (the affinity,
-    the Siamese embedding) as its class name, beside its own parameters under
-    nested keys (``affinity__n_nbrs``); tuples as lists."""
+    the Siamese embedding, the schedules) as its class name, beside its own
+    parameters under nested keys (``affinity__n_nbrs``), a schedule left None
+    as the ``Schedule`` it stands for; tuples as lists."""
+    net = type(net)(**net.get_params(deep=False))  # a copy: the run's net stays as it is
+    if net.schedule is None:
+        net.set_params(schedule=Schedule())
+    embedding = net.affinity_embedding
+    if isinstance(embedding, SiameseEmbedding) and embedding.schedule is None:
+        net.set_params(affinity_embedding__schedule=Schedule(**SIAMESE_SCHEDULE))
     return {key: type(value).__name__ if hasattr(value, "get_params")
             else list(value) if isinstance(value, tuple) else value
             for key, value in net.get_params(deep=True).items()}

@@ -41,7 +41,7 @@ from .records import note_start, record_heading, save_record
 GRIDS = {
     "net": {"hidden_units": [(256, 128), (512, 512, 256), (1024, 1024, 512)],
             "output_activation": ["tanh", "linear"],
-            "learning_rate": [1e-4, 1e-3]},
+            "schedule__learning_rate": [1e-4, 1e-3]},
     "affinity": {"affinity__n_nbrs": [5, 10, 30], "affinity__scale": ["global", "local"]},
 }
 CRITERION = {"net": "val_loss", "affinity": "eigengap"}

@@ -124,7 +124,7 @@ def rings_and_labels(n, r2, noise, seed, fraction):
 
 #: The estimator's defaults when the recorded grids ran, before they followed
 #: the data; fixed here so that a recorded command keeps its meaning.
-RECORDED_DEFAULTS = {"hidden_units": (1024, 1024, 512), "max_epochs": 100}
+RECORDED_DEFAULTS = {"hidden_units": (1024, 1024, 512), "schedule__max_epochs": 100}
 
 
 def trial(n, r2, noise, seed, fraction, params):
@@ -136,7 +136,7 @@ def trial(n, r2, noise, seed, fraction, params):
     x, y, known = rings_and_labels(n, r2, noise, seed, fraction)
     start = time.perf_counter()
     # set_params also takes nested keys, e.g. {"affinity__n_nbrs": 5}.
-    net = SpectralNet(2, random_state=seed, **RECORDED_DEFAULTS).set_params(**params)
+    net = SpectralNet(2, random_state=seed).set_params(**{**RECORDED_DEFAULTS, **params})
     net.fit(x, partial_labels=known if fraction > 0 else None)
     out = {"n": n, "outer_radius": r2, "noise": noise, "seed": seed, "fraction": fraction,
            "labeled": int((known >= 0).sum()) if fraction > 0 else 0,

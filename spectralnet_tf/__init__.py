@@ -29,6 +29,7 @@ _EXPORTS = {
     "PrecomputedAffinity": "affinity",
     "Eigengap": "nclusters",
     "SiameseEmbedding": "siamese",
+    "Schedule": "schedule",
     "ExactNeighbors": "neighbors",
     "AnnoyNeighbors": "neighbors",
     "acc": "metrics",

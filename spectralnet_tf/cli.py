@@ -192,8 +192,8 @@ def estimator_params(args):
     """SpectralNet's parameters from the flags: only those the user gave, so
     that everything else keeps the estimator's own defaults."""
     params = {"n_clusters": args.n_clusters, "random_state": args.seed}
-    for flag, param in (("hidden", "hidden_units"), ("epochs", "max_epochs"),
-                        ("batch_size", "batch_size"), ("lr", "learning_rate"),
+    for flag, param in (("hidden", "hidden_units"), ("epochs", "schedule__max_epochs"),
+                        ("batch_size", "batch_size"), ("lr", "schedule__learning_rate"),
                         ("laplacian", "laplacian"), ("tensorboard", "log_dir")):
         if getattr(args, flag) is not None:
             params[param] = getattr(args, flag)
@@ -256,7 +256,7 @@ def cmd_fit(args):
         from .autoencoder import load_encoder
 
         params["encoder"] = _user_call(load_encoder, args.encoder, what=f"--encoder {args.encoder}")
-    net = _user_call(SpectralNet, **params)
+    net = _user_call(SpectralNet().set_params, **params)  # nested keys: schedule__*
     _user_call(net.fit, x, partial_labels=partial, **({} if graph is None else {"graph": graph}))
     seconds["fit"] = _lap(t)
     history = net.history_

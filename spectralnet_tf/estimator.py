@@ -17,11 +17,10 @@ from sklearn.utils.validation import validate_data
 
 from . import distribute as dist
 from .affinity import AFFINITIES, Affinity, check_graph
-from .callbacks import (Checkpoint, Convergence, GrassmannMonitor, IterationCount,
-                        PlateauSchedule, ProgressBar, TensorBoardLog)
+from .callbacks import Checkpoint, GrassmannMonitor, IterationCount, ProgressBar, TensorBoardLog
 from .centroids import NORMALIZE_ROWS, assign, fit_centroids, unit_rows
 from .checkpoint import Checkpointer, check_fingerprint, digest, fingerprint
-from .checks import (Callable, HasMethods, InstanceOf, Interval, Options, Units, check, check_int,
+from .checks import (Callable, HasMethods, InstanceOf, Interval, Options, Units, check_int,
                      validate_params)
 from .constraints import GroupConstraint, LabelConstraint, check_partial_labels
 from .export import export_saved_model, load_estimator, part_to_json, save_estimator
@@ -33,6 +32,8 @@ from .metrics import label_permutation
 from .nclusters import Eigengap, FixedClusters
 from .networks import (DTYPE_POLICIES, OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder,
                        input_scaling)
+from .parts import PartsMixin, unfitted_copy
+from .schedule import Schedule, make_schedule
 from .siamese import FixedEmbedding, SiameseEmbedding
 from .streaming import dataset_batches, dataset_rows, is_dataset, is_lazy, map_batches, spooled
 from .summaries import write_phase_seconds
@@ -43,9 +44,6 @@ from .train import Config, Data, train_spectralnet
 DEFAULT_BATCH_SIZE = 512
 #: Fewest iterations per epoch when steps_per_epoch is None.
 MIN_STEPS_PER_EPOCH = 10
-#: max_epochs="auto": epochs for this many iterations, within these bounds.
-AUTO_ITERATIONS = 2500
-MIN_AUTO_EPOCHS, MAX_AUTO_EPOCHS = 20, 100
 #: hidden_units="auto": the widest first layer (the paper's net) and the narrowest.
 MAX_AUTO_WIDTH, MIN_AUTO_WIDTH = 1024, 32
 
@@ -145,6 +143,7 @@ class Plan(NamedTuple):
     affinity: object
     affinity_embedding: object
     n_clusters: object
+    schedule: object
 
 
 def auto_hidden_units(n_samples, n_features):
@@ -158,23 +157,11 @@ def auto_hidden_units(n_samples, n_features):
     return (width, width, width // 2)
 
 
-def auto_max_epochs(steps_per_epoch):
-    """``max_epochs="auto"``: the epochs that give ``AUTO_ITERATIONS``
-    iterations at ``steps_per_epoch``, within [``MIN_AUTO_EPOCHS``, 100]."""
-    return int(np.clip(-(-AUTO_ITERATIONS // steps_per_epoch), MIN_AUTO_EPOCHS, MAX_AUTO_EPOCHS))
-
-
-def _unfitted_copy(part):
-    """A new object with ``part``'s parameters (shared, not copied: an
-    embedding stays the same net), without its fitted state."""
-    return type(part)(**part.get_params(deep=False))
-
-
 def make_affinity(affinity, embedding=None):
     """An unfitted affinity object from ``SpectralNet``'s ``affinity``: a name
     ("knn", "full", "precomputed": the class with its defaults) or a copy of
     an ``Affinity``, with ``embedding`` set when one is given."""
-    part = AFFINITIES[affinity]() if isinstance(affinity, str) else _unfitted_copy(affinity)
+    part = AFFINITIES[affinity]() if isinstance(affinity, str) else unfitted_copy(affinity)
     if embedding is not None:
         part.set_params(embedding=embedding)
     return part
@@ -189,7 +176,7 @@ def make_affinity_embedding(embedding):
     if isinstance(embedding, str):
         return SiameseEmbedding()
     if isinstance(embedding, BaseEstimator):
-        return _unfitted_copy(embedding)
+        return unfitted_copy(embedding)
     return FixedEmbedding(embedding)
 
 
@@ -200,19 +187,15 @@ def make_n_clusters(n_clusters):
     if isinstance(n_clusters, str):
         return Eigengap()
     if isinstance(n_clusters, BaseEstimator):
-        return _unfitted_copy(n_clusters)
+        return unfitted_copy(n_clusters)
     return FixedClusters(n_clusters)
 
 
-#: Parameters that hold an object with parameters of its own (nested keys).
-PARTS = {"affinity": lambda v: make_affinity(v),
-         "affinity_embedding": make_affinity_embedding,
-         "n_clusters": make_n_clusters}
 _POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
 _POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
 
 
-class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
+class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
                   BaseEstimator):
     """Spectral clustering with a deep network (Shaham et al., ICLR 2018).
 
@@ -220,8 +203,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     graph Laplacian of the data, trained by the paper's Algorithm 1 on random
     minibatches. k-means on the embedding's unit-length rows gives the
     clusters; a new point goes through the net to the nearest centroid. The
-    parts (``GaussianKNNAffinity``, ``SiameseEmbedding``, ``Eigengap``) take
-    nested keys (``set_params(affinity__n_nbrs=5)``), which replace the part
+    parts (``GaussianKNNAffinity``, ``SiameseEmbedding``, ``Eigengap``,
+    ``Schedule``) take nested keys (``set_params(affinity__n_nbrs=5)``), which replace the part
     by a copy. docs/python.md explains each parameter; docs/training.md, training.
 
     Parameters
@@ -243,18 +226,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
     batch_size : int or None, default=None
         Points in a minibatch (gradient and orthogonalization steps alike);
         None: min(512, n_train), with a given graph min(1024, n_train).
-    learning_rate : float, default=1e-3
-        RMSprop's first rate, cut 10-fold after ``patience`` epochs without a
-        lower validation loss; training stops when it reaches ``min_lr``.
-    patience, min_lr : int, default=10; float, default=1e-8
-        As above.
-    max_epochs : int or "auto", default="auto"
-        Most epochs; "auto": ``AUTO_ITERATIONS`` iterations, in [20, 100] epochs.
-    steps_per_epoch : int or None, default=None
-        Iterations per epoch; None: a pass, at least ``MIN_STEPS_PER_EPOCH``.
-    tol : float, default=1e-3
-        Stop once the validation loss has not fallen by this share of itself
-        for ``patience`` epochs (``callbacks.Convergence``); 0: never.
+    schedule : Schedule or None, default=None
+        The learning rate and the stops (``Schedule``); None: ``Schedule()``,
+        RMSprop from 1e-3, cut 10-fold on plateaus, stopped by convergence.
     init : {"spectral", "random"}, default="spectral"
         F_theta fitted first to the exact eigenvectors of a subsample's graph
         (``initializers.SpectralInit``), or Glorot weights (the paper's). The
@@ -343,12 +317,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         "affinity": [Options(*AFFINITIES), Affinity],
         "laplacian": [Options(*LAPLACIANS)],
         "batch_size": [None, _POSITIVE_INT],
-        "learning_rate": [_POSITIVE],
-        "patience": [_POSITIVE_INT],
-        "min_lr": [_POSITIVE],
-        "max_epochs": ["auto", _POSITIVE_INT],
-        "steps_per_epoch": [None, _POSITIVE_INT],
-        "tol": [Interval(numbers.Real, 0, 1, closed="left")],
+        "schedule": [None, Schedule],
         "init": [Options(*INITIALIZERS)],
         "dtype_policy": [Options(*DTYPE_POLICIES)],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
@@ -374,12 +343,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         affinity="knn",
         laplacian="normalized",
         batch_size=None,
-        learning_rate=1e-3,
-        patience=10,
-        min_lr=1e-8,
-        max_epochs="auto",
-        steps_per_epoch=None,
-        tol=1e-3,
+        schedule=None,
         init="spectral",
         dtype_policy="float32",
         validation_fraction=0.1,
@@ -400,12 +364,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self.affinity = affinity
         self.laplacian = laplacian
         self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.patience = patience
-        self.min_lr = min_lr
-        self.max_epochs = max_epochs
-        self.steps_per_epoch = steps_per_epoch
-        self.tol = tol
+        self.schedule = schedule
         self.init = init
         self.dtype_policy = dtype_policy
         self.validation_fraction = validation_fraction
@@ -420,27 +379,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         self.random_state = random_state
         self.verbose = verbose
 
-    def set_params(self, **params):
-        """Set parameters, as scikit-learn's ``set_params``; nested keys
-        (``affinity__n_nbrs``, ``affinity_embedding__max_epochs``) replace the
-        part by a copy with the new values (a name by the object it names)
-        instead of changing the object in place. Returns self."""
-        nested = {}
-        for key in list(params):
-            name, sep, sub = key.partition("__")
-            if sep and name in PARTS:
-                nested.setdefault(name, {})[sub] = params.pop(key)
-        super().set_params(**params)
-        for name, values in nested.items():
-            current = getattr(self, name)
-            if not any(isinstance(current, kind) for kind in (str, BaseEstimator)):
-                keys = ", ".join(f"{name}__{sub}" for sub in values)
-                raise ValueError(
-                    f"{keys}: nested parameters need {name} to be an object with parameters "
-                    f"(or a name of one), got {name}={current!r}.")
-            check(name, current, self._parameter_constraints[name])
-            setattr(self, name, PARTS[name](current).set_params(**values))
-        return self
+    #: Parameters that hold a part (nested keys), and how each value makes one.
+    _parts = {"affinity": make_affinity, "affinity_embedding": make_affinity_embedding,
+              "n_clusters": make_n_clusters, "schedule": make_schedule}
 
     # ------------------------------------------------------------------ fit
     def make_affinity(self, embedding=None):
@@ -456,7 +397,7 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         that ``fit`` would, before any work."""
         validate_params(self, self._parameter_constraints)
         n = n_samples
-        chooser, affinity, embedding = self._make_parts(n)
+        chooser, affinity, embedding, schedule = self._make_parts(n)
         needed = affinity.n_neighbors_needed()
         ranks = ", ".join(f"{key}={value}" for key, value in affinity.ranks().items())
         # The validation hold-out is one minibatch at least: its affinity
@@ -475,15 +416,14 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             raise ValueError(
                 f"The affinity needs {needed} neighbours per point ({ranks}) but a minibatch "
                 f"has batch_size={batch_size} points; lower them or raise batch_size.")
-        steps = (max(n_train // batch_size, MIN_STEPS_PER_EPOCH) if self.steps_per_epoch is None
-                 else self.steps_per_epoch)
-        epochs = auto_max_epochs(steps) if _is_auto(self.max_epochs) else self.max_epochs
+        steps, epochs = schedule.budget(max(n_train // batch_size, MIN_STEPS_PER_EPOCH))
         if _is_auto(self.hidden_units):  # the encoder's output width, with an encoder
             units = auto_hidden_units(n, n_features if self.encoder is None
                                       else int(self.encoder.output_shape[-1]))
         else:
             units = tuple(self.hidden_units)
-        return Plan(n_val, n_train, batch_size, steps, epochs, units, affinity, embedding, chooser)
+        return Plan(n_val, n_train, batch_size, steps, epochs, units, affinity, embedding, chooser,
+                    schedule)
 
     def _make_parts(self, n):
         """The unfitted parts (k's chooser, the affinity, the learned
@@ -505,13 +445,18 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             raise ValueError(f"affinity={self.affinity!r}: {err}") from None
         embedding = make_affinity_embedding(self.affinity_embedding)
         self._check_embedding(affinity, embedding)
+        schedule = make_schedule(self.schedule)
+        try:
+            schedule.check_params()
+        except ValueError as err:
+            raise ValueError(f"schedule={self.schedule!r}: {err}") from None
         if (isinstance(self._strategy(), tf.distribute.MultiWorkerMirroredStrategy)
                 and not isinstance(self.random_state, numbers.Integral)):
             raise ValueError(
                 "Under a multi-worker strategy every worker must draw the same split and "
                 "minibatches: random_state must be an int, got "
                 f"random_state={self.random_state!r}.")
-        return chooser, affinity, embedding
+        return chooser, affinity, embedding, schedule
 
     def _check_embedding(self, affinity, embedding):
         """The learned distance and the affinity agree, or a ValueError."""
@@ -750,18 +695,17 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
             constraints.append(LabelConstraint(labels, n_train, self.label_weight,
                                                self.labeled_share))
         initializer = INITIALIZERS[self.init]()
-        schedule = PlateauSchedule(self.patience, min_lr=self.min_lr)
-        convergence = Convergence(self.tol, self.patience)
-        callbacks = [*initializer.callbacks(schedule), IterationCount()]
+        stops = plan.schedule.callbacks()
+        callbacks = [*initializer.callbacks(stops["schedule"]), IterationCount()]
         if eigvecs is not None:
             callbacks.append(GrassmannMonitor(Z, eigvecs))
-        callbacks += [schedule, convergence, ProgressBar(self.verbose)]
+        callbacks += [*stops.values(), ProgressBar(self.verbose)]
         if self._writes_logs():
             callbacks.append(TensorBoardLog(self._log_dir(), "spectralnet"))
         if checkpointer is not None:
-            callbacks.append(Checkpoint(checkpointer, {"schedule": schedule,
-                                                       "convergence": convergence}))
-        config = Config(self.laplacian, plan.batch_size, plan.batch_size, self.learning_rate,
+            callbacks.append(Checkpoint(checkpointer, stops))
+        config = Config(self.laplacian, plan.batch_size, plan.batch_size,
+                        plan.schedule.learning_rate,
                         plan.max_epochs, plan.steps_per_epoch, "projected", seed)
         return train_spectralnet(model, self.affinity_, data, config, constraints=constraints,
                                  initializer=initializer, callbacks=callbacks,
@@ -854,8 +798,8 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
                              f"files: {err}.") from None
 
     #: Parameters a resume may change: where and how the fit runs and reports,
-    #: and the epoch cap (a resume may train on for longer).
-    RESUME_MAY_CHANGE = ("verbose", "checkpoint_dir", "log_dir", "distribute", "max_epochs")
+    #: and the schedule's epoch cap (a resume may train on for longer).
+    RESUME_MAY_CHANGE = ("verbose", "checkpoint_dir", "log_dir", "distribute")
 
     def _fingerprint_params(self):
         """The parameters a resumed fit must share with the first (JSON):
@@ -864,6 +808,9 @@ class SpectralNet(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         its seed from a stream, which no record can compare)."""
         params = {key: part_to_json(value) for key, value in self.get_params(deep=False).items()
                   if key not in self.RESUME_MAY_CHANGE}
+        params.pop("schedule")  # by its values, so that a refusal names the one that differs
+        params.update((f"schedule__{key}", value) for key, value
+                      in make_schedule(self.schedule).get_params().items() if key != "max_epochs")
         for key, value in params.items():
             if isinstance(value, np.generic):
                 params[key] = value.item()

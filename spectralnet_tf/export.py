@@ -26,7 +26,8 @@ from .affinity import AFFINITIES, FullGaussianAffinity, GaussianKNNAffinity, Pre
 from .atomic import atomic_directory, atomic_file, publish
 from .centroids import centroid_distances, nearest_centroid
 from .nclusters import Eigengap
-from .siamese import SiameseEmbedding
+from .schedule import Schedule
+from .siamese import SIAMESE_SCHEDULE, SiameseEmbedding
 from .views import Shift
 
 SIGNATURE = "serving_default"
@@ -40,8 +41,8 @@ ARRAYS_FILE = "arrays.npz"
 #: rows to centroids of unit rows); 3: the affinity and the Siamese embedding
 #: saved as objects (class and parameters); 2: as SpectralNet's flat
 #: parameters. 2 and 3 are still read, as fits on the rows as they are.
-FORMAT_VERSION = 5
-READABLE_FORMATS = (2, 3, 4, 5)
+FORMAT_VERSION = 6
+READABLE_FORMATS = (2, 3, 4, 5, 6)
 #: Parameters of the parts that formats before 5 saved and no part has now:
 #: the label classifier's strength and the graph views are gone, and a
 #: group pair's weight is SpectralNet's ``group_weight``.
@@ -184,7 +185,7 @@ def write_models_config(base_dir, serving_root=DEFAULT_SERVING_ROOT):
 #: The parts saved by class name and parameters (estimator.json, format 3 and later).
 PART_CLASSES = {cls.__name__: cls for cls in (GaussianKNNAffinity, FullGaussianAffinity,
                                              PrecomputedAffinity, SiameseEmbedding, Eigengap,
-                                             Shift)}
+                                             Shift, Schedule)}
 #: Format 2 (flat parameters): SpectralNet's siamese_* and neighbors, now
 #: SiameseEmbedding's; n_nbrs, scale_nbr, scale, now the affinity's.
 V2_SIAMESE = ("hidden_units", "output_activation", "n_nbrs", "positives_per_point", "batch_size",
@@ -211,6 +212,29 @@ def part_from_json(value, tuples=("hidden_units",)):
                   for key, v in value["params"].items() if key not in REMOVED_PART_PARAMS}
         return PART_CLASSES[value["class"]](**params)
     return value
+
+
+#: Format 5 and earlier: the parameters, flat on SpectralNet and on
+#: SiameseEmbedding, that a ``Schedule`` object holds since format 6.
+SCHEDULE_PARAMS = ("learning_rate", "max_epochs", "steps_per_epoch", "patience", "min_lr", "tol")
+
+
+def params_from_format5(params):
+    """A format-5 save's parameters in today's layout: SpectralNet's and its
+    SiameseEmbedding's flat schedule parameters into a ``Schedule`` each,
+    so that a refit trains as the original did."""
+    def folded(params, defaults):
+        params = dict(params)
+        schedule = {**defaults, **{key: params.pop(key) for key in SCHEDULE_PARAMS
+                                   if key in params}}
+        return {**params, "schedule": {"class": "Schedule", "params": schedule}}
+
+    params = folded(params, {})
+    embedding = params.get("affinity_embedding")
+    if isinstance(embedding, dict):
+        params["affinity_embedding"] = {
+            **embedding, "params": folded(embedding["params"], SIAMESE_SCHEDULE)}
+    return params
 
 
 def params_from_format4(params):
@@ -341,6 +365,8 @@ def load_estimator(cls, path):
     if version <= 4:
         params = {key: value for key, value in params_from_format4(params).items()
                   if key not in REMOVED_PARAMS}
+    if version <= 5:
+        params = params_from_format5(params)
     params = {key: part_from_json(value) for key, value in params.items()}
     siamese = isinstance(params["affinity_embedding"], SiameseEmbedding)
     if siamese:

@@ -37,15 +37,20 @@ from .spectral import laplacian_matrix, smallest_eigenvectors
 from .streaming import is_lazy
 
 #: Parameters that leave the validation loss comparable between trials: the
-#: net and how it is trained. Everything else changes the affinity, the loss
+#: net and how it is trained (a part's nested keys count as the part).
+#: Everything else changes the affinity, the loss
 #: or the hold-out (random_state draws the hold-out). Not ``gradient``: the
 #: loss is quadratic in the outputs, and "plain" steps shrink them (docs/training.md).
 LOSS_COMPARABLE = frozenset({
-    "hidden_units", "output_activation", "learning_rate", "patience", "min_lr",
-    "max_epochs", "steps_per_epoch", "tol", "init", "dtype_policy", "verbose",
+    "hidden_units", "output_activation", "schedule", "init", "dtype_policy", "verbose",
 })
 #: Below this, an eigenvalue of the normalized Laplacian (in [0, 2]) counts as 0.
 ZERO_EIGENVALUE = 1e-8
+
+
+def _part(key):
+    """The estimator's parameter that a (nested) key sets."""
+    return key.partition("__")[0]
 
 
 class ValidationLoss:
@@ -55,7 +60,7 @@ class ValidationLoss:
     greater_is_better = False
 
     def check(self, varied, base):
-        other = sorted(set(varied) - LOSS_COMPARABLE)
+        other = sorted(key for key in varied if _part(key) not in LOSS_COMPARABLE)
         if other:
             raise ValueError(
                 f"criterion='val_loss' compares the validation loss of trials that share "
@@ -95,7 +100,7 @@ class EigengapCriterion:
         self.n_samples = n_samples
 
     def check(self, varied, base):
-        net_only = sorted(set(varied) & LOSS_COMPARABLE)
+        net_only = sorted(key for key in varied if _part(key) in LOSS_COMPARABLE)
         if net_only:
             raise ValueError(
                 f"criterion='eigengap' scores the affinity alone, so it cannot choose "
@@ -218,9 +223,9 @@ class UnsupervisedSearch:
     >>> from spectralnet_tf import SpectralNet
     >>> search = UnsupervisedSearch(
     ...     SpectralNet(n_clusters=10, random_state=0),
-    ...     {"hidden_units": [(256, 128), (512, 512, 256)], "learning_rate": [1e-4, 1e-3]})
+    ...     {"hidden_units": [(256, 128), (512, 512, 256)], "schedule__learning_rate": [1e-4, 1e-3]})
     >>> search.fit(X).best_params_          # doctest: +SKIP
-    {'hidden_units': (512, 512, 256), 'learning_rate': 0.001}
+    {'hidden_units': (512, 512, 256), 'schedule__learning_rate': 0.001}
     """
 
     def __init__(self, estimator, param_grid, *, criterion="val_loss", n_iter=None, verbose=0):

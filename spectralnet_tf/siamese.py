@@ -19,13 +19,14 @@ from sklearn.exceptions import NotFittedError
 import numbers
 
 from . import distribute
-from .callbacks import (Checkpoint, PlateauSchedule, ProgressBar, TensorBoardLog, Training,
-                        repeat, run_epochs)
+from .callbacks import Checkpoint, ProgressBar, TensorBoardLog, Training, repeat, run_epochs
 from .checks import Callable, HasMethods, Interval, Options, Units, validate_params
 from .groups import random_members
 from .losses import contrastive_loss
 from .neighbors import BACKENDS, make_neighbors
 from .networks import DTYPE_POLICIES, dense_stack
+from .parts import PartsMixin
+from .schedule import Schedule, make_schedule
 from .sampling import sample_rows
 from .streaming import CHUNK_ROWS, Rows, map_batches
 from .views import ViewRows, make_view, view_seeds
@@ -36,6 +37,9 @@ _SAMPLE_STREAM = 1
 #: The validation loss is taken on at most this many of the held-out pairs
 #: (MNIST: 63,000), so an epoch's cost does not grow with n.
 VALIDATION_MAX_PAIRS = 65536
+#: The Siamese net's schedule by default (``schedule=None``): at most 100
+#: epochs, stopped by the plateau cuts alone (paper Appendix C).
+SIAMESE_SCHEDULE = {"max_epochs": 100, "tol": 0.0}
 
 
 def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None, positives_per_point=None,
@@ -157,17 +161,17 @@ def build_siamese(input_dim, hidden_units=(1024, 1024, 512, 10), seed=0, output_
     return keras.Sequential([keras.Input((input_dim,), name="x"), *layers], name="siamese")
 
 
-def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience=10,
-                  min_lr=1e-8, epochs=100, steps_per_epoch=None, validation_fraction=0.1,
+def train_siamese(net, x, pairs, *, batch_size=128, schedule=None, validation_fraction=0.1,
                   seed=0, verbose=1, checkpointer=None, strategy=None, log_dir=None):
     """Train ``net`` on ``pairs`` (from ``make_pairs``); returns the history dict.
-    The epochs run as SpectralNet's do (``callbacks.run_epochs``), under the
-    same plateau schedule; with ``log_dir``, TensorBoard curves in
-    ``log_dir/siamese``; with a ``checkpointer``, a checkpoint each epoch.
+    The epochs run as SpectralNet's do (``callbacks.run_epochs``), under a
+    ``Schedule`` (None: ``SIAMESE_SCHEDULE``); with ``log_dir``, TensorBoard
+    curves in ``log_dir/siamese``; with a ``checkpointer``, a checkpoint each
+    epoch.
 
     An epoch is one pass over the training pairs in random order, or, with
-    ``steps_per_epoch``, that many minibatches of distinct random pairs (a
-    step budget that does not grow with the number of pairs).
+    the schedule's ``steps_per_epoch``, that many minibatches of distinct
+    random pairs (a step budget that does not grow with the number of pairs).
 
     With a ``tf.distribute`` ``strategy`` (``net`` built in its scope) each
     minibatch of pairs is split over the replicas (``distribute``)."""
@@ -182,11 +186,12 @@ def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience
     tr_pairs = [tf.constant(a[tr]) for a in (first, second, positive)]
     val_pairs = [tf.constant(a[val]) for a in (first, second, positive)]
     n_pairs = len(tr)
-    full_passes = steps_per_epoch is None
-    steps = max(1, n_pairs // batch_size) if full_passes else steps_per_epoch
+    schedule = make_schedule(schedule, **SIAMESE_SCHEDULE)
+    full_passes = schedule.steps_per_epoch is None
+    steps, epochs = schedule.budget(max(1, n_pairs // batch_size))
     generator = tf.random.Generator.from_seed(seed)
     with strategy.scope():
-        optimizer = keras.optimizers.RMSprop(learning_rate)
+        optimizer = keras.optimizers.RMSprop(schedule.learning_rate)
         optimizer.build(net.trainable_variables)
 
     def pair_loss(i, j, pos):
@@ -220,19 +225,18 @@ def train_siamese(net, x, pairs, *, batch_size=128, learning_rate=1e-3, patience
         i, j, pos = val_pairs
         return contrastive_loss(net(tf.gather(x_all, i)), net(tf.gather(x_all, j)), pos)
 
-    schedule = PlateauSchedule(patience=patience, min_lr=min_lr)
-    callbacks = [schedule, ProgressBar(verbose)]
+    stops = schedule.callbacks()
+    callbacks = [*stops.values(), ProgressBar(verbose)]
     if log_dir is not None:
         callbacks.append(TensorBoardLog(log_dir, "siamese"))
     if checkpointer is not None:
-        callbacks.append(Checkpoint(checkpointer, {"schedule": schedule}))
+        callbacks.append(Checkpoint(checkpointer, stops))
     training = Training("Siamese", net, optimizer, generator, epochs, strategy)
     return run_epochs(training, run_epoch, validation_loss, callbacks)
 
 
 def fit_siamese(z, *, hidden_units=(1024, 1024, 512, 10), output_activation="linear",
-                n_nbrs=2, positives_per_point=None, batch_size=128, learning_rate=1e-3,
-                max_epochs=100, steps_per_epoch=None, patience=10, min_lr=1e-8,
+                n_nbrs=2, positives_per_point=None, batch_size=128, schedule=None,
                 neighbors="auto", labels=None, groups=None, view_coords=None, seed=0, verbose=0,
                 checkpointer=None, strategy=None, dtype_policy="float32", log_dir=None):
     """Pairs from ``z`` (``make_pairs``), a new Siamese net built (in
@@ -250,15 +254,13 @@ def fit_siamese(z, *, hidden_units=(1024, 1024, 512, 10), output_activation="lin
         net = build_siamese(np.shape(z)[1], tuple(hidden_units),
                             output_activation=output_activation, seed=seed,
                             dtype_policy=dtype_policy)
-    history = train_siamese(net, z, pairs, batch_size=batch_size, learning_rate=learning_rate,
-                            patience=patience, min_lr=min_lr, epochs=max_epochs,
-                            steps_per_epoch=steps_per_epoch, seed=seed,
+    history = train_siamese(net, z, pairs, batch_size=batch_size, schedule=schedule, seed=seed,
                             verbose=verbose, checkpointer=checkpointer, strategy=strategy,
                             log_dir=log_dir)
     return net, history
 
 
-class SiameseEmbedding(BaseEstimator):
+class SiameseEmbedding(PartsMixin, BaseEstimator):
     """A learned distance for the affinity (paper Sec. 3.2): a Siamese net
     trained on unlabeled nearest-neighbour pairs, whose outputs the affinity
     then measures distances between.
@@ -267,7 +269,7 @@ class SiameseEmbedding(BaseEstimator):
     its training points before the affinity's scale (``affinity_embedding_``);
     this object itself is never changed by that. A scikit-learn estimator in
     the ``get_params`` sense: ``clone`` and ``set_params`` work, also nested
-    (``SpectralNet.set_params(affinity_embedding__max_epochs=3)``).
+    (``SpectralNet.set_params(affinity_embedding__schedule__max_epochs=3)``).
 
     Parameters
     ----------
@@ -287,17 +289,12 @@ class SiameseEmbedding(BaseEstimator):
         of them drawn at random (paper, Reuters: 1 of the 100 nearest).
     batch_size : int, default=128
         Pairs per minibatch.
-    learning_rate : float, default=1e-3
-        Initial RMSprop learning rate.
-    max_epochs : int, default=100
-        Upper bound on the number of epochs.
-    steps_per_epoch : int or None, default=None
-        None: an epoch is one pass over all pairs. An int: that many
-        minibatches of random pairs, a budget that does not grow with n.
-    patience : int, default=10
-        Epochs without validation improvement before the rate is divided by 10.
-    min_lr : float, default=1e-8
-        Training stops when the rate reaches it.
+    schedule : Schedule or None, default=None
+        The learning rate and the stops (``Schedule``); None:
+        ``Schedule(max_epochs=100, tol=0)`` (``SIAMESE_SCHEDULE``), stopped
+        by the plateau cuts reaching ``min_lr``. Its ``steps_per_epoch``
+        None is a pass over all pairs; an int, that many minibatches of
+        random pairs, a budget that does not grow with n.
     dtype_policy : {"float32", "mixed_bfloat16", "auto"}, default="float32"
         Keras dtype policy of the ReLU layers; the output layer stays float32.
         "auto": bfloat16 where the hardware has bfloat16 units (as
@@ -338,16 +335,15 @@ class SiameseEmbedding(BaseEstimator):
 
     Examples
     --------
-    >>> from spectralnet_tf import SpectralNet, SiameseEmbedding
+    >>> from spectralnet_tf import Schedule, SpectralNet, SiameseEmbedding
     >>> net = SpectralNet(n_clusters=10, affinity_embedding=SiameseEmbedding(
-    ...     hidden_units=(256, 256, 10), n_nbrs=5, max_epochs=50))
+    ...     hidden_units=(256, 256, 10), n_nbrs=5, schedule=Schedule(max_epochs=50)))
     >>> net.set_params(affinity_embedding__batch_size=512).affinity_embedding.batch_size
     512
     """
 
     def __init__(self, hidden_units=(1024, 1024, 512, 10), output_activation="linear",
-                 n_nbrs=2, positives_per_point=None, batch_size=128, learning_rate=1e-3,
-                 max_epochs=100, steps_per_epoch=None, patience=10, min_lr=1e-8,
+                 n_nbrs=2, positives_per_point=None, batch_size=128, schedule=None,
                  dtype_policy="float32", neighbors="auto", views=None, n_views="auto",
                  max_samples=None, group_pairs=True):
         self.hidden_units = hidden_units
@@ -355,11 +351,7 @@ class SiameseEmbedding(BaseEstimator):
         self.n_nbrs = n_nbrs
         self.positives_per_point = positives_per_point
         self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.max_epochs = max_epochs
-        self.steps_per_epoch = steps_per_epoch
-        self.patience = patience
-        self.min_lr = min_lr
+        self.schedule = schedule
         self.dtype_policy = dtype_policy
         self.neighbors = neighbors
         self.views = views
@@ -370,17 +362,16 @@ class SiameseEmbedding(BaseEstimator):
     #: Trained in ``fit`` (``FixedEmbedding``: given).
     trains = True
 
+    #: The parameter that holds a part (nested keys: ``schedule__max_epochs``).
+    _parts = {"schedule": lambda schedule: make_schedule(schedule, **SIAMESE_SCHEDULE)}
+
     _parameter_constraints = {
         "hidden_units": [Units()],
         "output_activation": [Options(*SIAMESE_OUTPUT_ACTIVATIONS)],
         "n_nbrs": [Interval(numbers.Integral, 0, None, closed="left")],
         "positives_per_point": [None, Interval(numbers.Integral, 1, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
-        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
-        "steps_per_epoch": [None, Interval(numbers.Integral, 1, None, closed="left")],
-        "patience": [Interval(numbers.Integral, 1, None, closed="left")],
-        "min_lr": [Interval(numbers.Real, 0, None, closed="neither")],
+        "schedule": [None, Schedule],
         "dtype_policy": [Options(*DTYPE_POLICIES)],
         "neighbors": [Options(*BACKENDS), HasMethods("kneighbors")],
         "views": [None, "shift", Callable()],
@@ -393,6 +384,10 @@ class SiameseEmbedding(BaseEstimator):
         """Raise a ValueError naming the first bad parameter; under a
         ``tf.distribute`` strategy ``batch_size`` must divide by its replicas."""
         validate_params(self, self._parameter_constraints)
+        try:
+            make_schedule(self.schedule, **SIAMESE_SCHEDULE).check_params()
+        except ValueError as err:
+            raise ValueError(f"schedule={self.schedule!r}: {err}") from None
         if self.views is None and self.n_nbrs == 0:
             raise ValueError("n_nbrs must be an integer >= 1, got n_nbrs=0 (0 only with views, "
                              "whose copies are then the only positives).")
@@ -482,9 +477,7 @@ class SiameseEmbedding(BaseEstimator):
         self.model_, self.history_ = fit_siamese(
             X, hidden_units=tuple(self.hidden_units), output_activation=self.output_activation,
             n_nbrs=self.n_nbrs, positives_per_point=self.positives_per_point,
-            batch_size=self.batch_size, learning_rate=self.learning_rate,
-            max_epochs=self.max_epochs, steps_per_epoch=self.steps_per_epoch,
-            patience=self.patience, min_lr=self.min_lr, neighbors=self.neighbors,
+            batch_size=self.batch_size, schedule=self.schedule, neighbors=self.neighbors,
             labels=labels, groups=groups, view_coords=view_coords, seed=seed, verbose=verbose,
             checkpointer=checkpointer, strategy=strategy, dtype_policy=self.dtype_policy,
             log_dir=log_dir)

@@ -14,7 +14,8 @@ import os
 
 import numpy as np
 
-from spectralnet_tf import FullGaussianAffinity, GaussianKNNAffinity, SiameseEmbedding, distribute
+from spectralnet_tf import (FullGaussianAffinity, GaussianKNNAffinity, Schedule, SiameseEmbedding,
+                            distribute)
 from spectralnet_tf.views import row_uniforms
 
 
@@ -41,15 +42,18 @@ VARIANTS = {
     # A rate far too large for the warm start: its one epoch is undone and the rate cut.
     # (A second epoch at the cut rate, still large, would grow the layouts' rounding
     # differences far past rounding level: one epoch compares the undo itself.)
+    # (Its schedule replaces BASE's, whose steps and tol it keeps.)
     "spectral-undo": ({"init": "spectral", "affinity": knn("local"),
-                       "learning_rate": 1.0, "max_epochs": 1}, False),
-    "siamese": ({"affinity_embedding": SiameseEmbedding(hidden_units=(32, 8), max_epochs=2,
-                                                        batch_size=64)}, False),
+                       "schedule": Schedule(learning_rate=1.0, max_epochs=1, steps_per_epoch=10,
+                                            tol=0.0)}, False),
+    "siamese": ({"affinity_embedding": SiameseEmbedding(
+        hidden_units=(32, 8), schedule=Schedule(max_epochs=2, tol=0.0), batch_size=64)}, False),
     # Groups of five points: minibatches in pairs, the balanced weight, the warm start's graph.
     "groups": ({"init": "spectral", "affinity": knn("local")}, False),
     # The Siamese net with two view positives per point, made alike on every replica.
     "siamese-views": ({"affinity_embedding": SiameseEmbedding(
-        hidden_units=(32, 8), max_epochs=2, batch_size=64, views=nudge, n_views=2)}, True),
+        hidden_units=(32, 8), schedule=Schedule(max_epochs=2, tol=0.0), batch_size=64,
+        views=nudge, n_views=2)}, True),
 }
 
 parser = argparse.ArgumentParser()
@@ -78,12 +82,13 @@ X, y = make_moons(1100, noise=0.05, random_state=0)
 known = np.where(np.arange(len(y)) % 33 == 0, y, -1)
 #: What every variant starts from (each changes what it tests): random weights,
 #: the paper's Laplacian and graph, all the epochs.
-BASE = {"init": "random", "laplacian": "unnormalized", "tol": 0.0, "max_epochs": 2,
+BASE = {"init": "random", "laplacian": "unnormalized",
+        "schedule": Schedule(max_epochs=2, steps_per_epoch=10, tol=0.0),
         "affinity": knn("global")}
 for variant in args.variants:
     params, labeled = VARIANTS[variant]
-    net = SpectralNet(2, hidden_units=(64, 64), batch_size=256, steps_per_epoch=10,
-                      random_state=5, distribute=strategy, **{**BASE, **params})
+    net = SpectralNet(2, hidden_units=(64, 64), batch_size=256, random_state=5,
+                      distribute=strategy, **{**BASE, **params})
     net.fit(X, partial_labels=known if labeled else None,
             groups=np.arange(len(X)) // 5 if variant == "groups" else None)
     arrays = {f"weight{i}": w.numpy() for i, w in enumerate(net.model_.weights)}

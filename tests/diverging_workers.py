@@ -22,7 +22,7 @@ task = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
 import numpy as np  # noqa: E402
 from sklearn.datasets import make_moons  # noqa: E402
 
-from spectralnet_tf import SpectralNet, train  # noqa: E402
+from spectralnet_tf import Schedule, SpectralNet, train  # noqa: E402
 
 run_epochs = train.run_epochs
 
@@ -40,9 +40,10 @@ def diverging(training, run_epoch, validation_loss, callbacks):
 
 train.run_epochs = diverging
 X, _ = make_moons(400, noise=0.05, random_state=0)
-net = SpectralNet(2, hidden_units=(16,), batch_size=128, max_epochs=12, steps_per_epoch=2,
-                  patience=1, min_lr=1e-5, init="random", tol=0.0, random_state=0,
-                  distribute=strategy).fit(X)
+net = SpectralNet(2, hidden_units=(16,), batch_size=128,
+                  schedule=Schedule(max_epochs=12, steps_per_epoch=2, patience=1, min_lr=1e-5,
+                                    tol=0.0),
+                  init="random", random_state=0, distribute=strategy).fit(X)
 os.makedirs(sys.argv[1], exist_ok=True)
 with open(os.path.join(sys.argv[1], f"worker{task}.json"), "w") as f:
     json.dump({key: net.history_[key] for key in ("lr", "val_loss", "loss")}, f)

@@ -38,9 +38,10 @@ config = config_for("mnist")
 # positives: the settings its thresholds were measured with over seeds and
 # oneDNN settings. Views change which graph the net learns, not whether it
 # lands on that graph's eigenvectors, and they doubled the Siamese pairs.
-config.update(hidden_units=(256, 256), batch_size=512, max_epochs=100, dtype_policy="float32")
-config["affinity_embedding"].set_params(max_epochs=20, steps_per_epoch=None, dtype_policy="float32",
-                                        views=None)
+config.update(hidden_units=(256, 256), batch_size=512, dtype_policy="float32")
+config["schedule"].set_params(max_epochs=100)
+config["affinity_embedding"].set_params(schedule__max_epochs=20, schedule__steps_per_epoch=None,
+                                        dtype_policy="float32", views=None)
 if args.init:
     config["init"] = args.init
 net = SpectralNet(k, encoder=encoder, random_state=args.seed, **config).fit(x)

@@ -71,18 +71,18 @@ def test_resume_with_other_data_or_parameters_is_refused_saying_what_differs(tmp
     """The checkpoint directory records the fit it belongs to; resuming it
     with other rows, another shape or other parameters is refused in one
     line, and with the same ones it goes on."""
-    from spectralnet_tf import SpectralNet
+    from spectralnet_tf import Schedule, SpectralNet
 
     x = np.random.default_rng(0).normal(size=(300, 3)).astype(np.float32)
-    params = dict(hidden_units=(8,), max_epochs=2, steps_per_epoch=2, random_state=0,
-                  checkpoint_dir=str(tmp_path))
+    params = dict(hidden_units=(8,), schedule=Schedule(max_epochs=2, steps_per_epoch=2),
+                  random_state=0, checkpoint_dir=str(tmp_path))
     first = SpectralNet(2, **params).fit(x)
     other = x.copy()
     other[150, 1] += 1.0
     cases = [(SpectralNet(2, **params), other, "X holds other rows"),
              (SpectralNet(2, **params), x[:290], "X shape: [300, 3] then, [290, 3] now"),
-             (SpectralNet(2, **{**params, "learning_rate": 0.01}), x,
-              "learning_rate=0.001 then, learning_rate=0.01 now"),
+             (SpectralNet(2, **params).set_params(schedule__learning_rate=0.01), x,
+              "schedule__learning_rate=0.001 then, schedule__learning_rate=0.01 now"),
              (SpectralNet(3, **params), x, "n_clusters=2 then, n_clusters=3 now")]
     for net, data, message in cases:
         with pytest.raises(ValueError, match="are of another fit: .*" + re.escape(message)):
@@ -96,14 +96,17 @@ def test_resume_with_other_data_or_parameters_is_refused_saying_what_differs(tmp
 
 
 def test_a_resume_may_raise_the_epoch_cap_and_a_first_resume_records_the_fit(tmp_path):
-    from spectralnet_tf import SpectralNet
+    from spectralnet_tf import Schedule, SpectralNet
 
     x = np.random.default_rng(0).normal(size=(300, 3)).astype(np.float32)
-    params = dict(hidden_units=(8,), steps_per_epoch=2, random_state=np.int64(0),
+    params = dict(hidden_units=(8,), random_state=np.int64(0),
                   checkpoint_dir=str(tmp_path / "a"))
-    SpectralNet(2, max_epochs=2, **params).fit(x, resume=True)  # nothing to resume: a new fit
+    SpectralNet(2, schedule=Schedule(max_epochs=2, steps_per_epoch=2),
+                **params).fit(x, resume=True)  # nothing to resume: a new fit
     assert (tmp_path / "a" / "fingerprint.json").exists()
-    longer = SpectralNet(2, max_epochs=3, **{**params, "random_state": 0}).fit(x, resume=True)
+    longer = SpectralNet(2, schedule=Schedule(max_epochs=3, steps_per_epoch=2),
+                         **{**params, "random_state": 0}).fit(x, resume=True)
     assert len(longer.history_["loss"]) == 3
     with pytest.raises(ValueError, match="X holds other rows"):
-        SpectralNet(2, max_epochs=3, **params).fit(x + 1, resume=True)
+        SpectralNet(2, schedule=Schedule(max_epochs=3, steps_per_epoch=2),
+                    **params).fit(x + 1, resume=True)

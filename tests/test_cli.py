@@ -339,7 +339,8 @@ def test_flags_map_to_estimator_parameters_only_when_given():
     params = cli.estimator_params(args)
     affinity = params.pop("affinity")
     assert params == {"n_clusters": 3, "random_state": 7, "hidden_units": (64, 32),
-                      "max_epochs": 5, "batch_size": 128, "learning_rate": 0.01,
+                      "schedule__max_epochs": 5, "batch_size": 128,
+                      "schedule__learning_rate": 0.01,
                       "laplacian": "normalized", "affinity_embedding": "siamese", "verbose": 1,
                       "log_dir": "tb"}
     assert isinstance(affinity, GaussianKNNAffinity)

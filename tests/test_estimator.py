@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from spectralnet_tf import SiameseEmbedding, SpectralNet, acc, grassmann
+from spectralnet_tf import Schedule, SiameseEmbedding, SpectralNet, acc, grassmann
 from spectralnet_tf.affinity import GaussianKNNAffinity
 from spectralnet_tf.datasets import load_dataset
 from spectralnet_tf.spectral import spectral_clustering
 
-SMALL = dict(hidden_units=(128, 128), max_epochs=25, random_state=0)
+SMALL = dict(hidden_units=(128, 128), schedule=Schedule(max_epochs=25), random_state=0)
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +50,8 @@ def test_fitted_attributes_and_out_of_sample_assignment(cc_fit):
 
 def test_same_random_state_gives_the_same_result():
     x, _, k = load_dataset("moons", n=400)
-    a = SpectralNet(k, hidden_units=(32,), max_epochs=2, random_state=3).fit(x)
-    b = SpectralNet(k, hidden_units=(32,), max_epochs=2, random_state=3).fit(x)
+    a = SpectralNet(k, hidden_units=(32,), schedule=Schedule(max_epochs=2), random_state=3).fit(x)
+    b = SpectralNet(k, hidden_units=(32,), schedule=Schedule(max_epochs=2), random_state=3).fit(x)
     np.testing.assert_array_equal(a.embedding_, b.embedding_)
     np.testing.assert_array_equal(a.labels_, b.labels_)
 
@@ -60,7 +60,8 @@ def test_fit_predict_returns_labels_and_init_only_stores_arguments():
     net = SpectralNet(3, batch_size=-5, affinity="bogus")  # no validation here
     assert net.get_params()["batch_size"] == -5
     x, _, k = load_dataset("moons", n=300)
-    labels = SpectralNet(k, hidden_units=(16,), max_epochs=1, random_state=0).fit_predict(x)
+    labels = SpectralNet(k, hidden_units=(16,), schedule=Schedule(max_epochs=1),
+                         random_state=0).fit_predict(x)
     assert labels.shape == (300,)
 
 
@@ -89,7 +90,9 @@ def _x(n=200, d=2):
          r"output_activation must be one of \('tanh', 'linear'\), got output_activation='relu'"),
         (_x(), dict(validation_fraction=1.5), r"validation_fraction=1.5"),
         (_x(), dict(hidden_units=(10, -1)), r"hidden_units=\(10, -1\)"),
-        (_x(), dict(learning_rate=None), r"learning_rate=None"),
+        (_x(), dict(schedule=Schedule(learning_rate=None)),
+         r"schedule=Schedule\(learning_rate=None\): learning_rate must be a finite number > 0, "
+         r"got learning_rate=None"),
         (_x(), dict(validation_fraction="0.1"), r"validation_fraction='0.1'"),
         (_x(), dict(label_weight=-1.0), r"label_weight must be a finite number >= 0, got label_weight=-1.0"),
         (_x(), dict(label_weight=float("inf")), r"got label_weight=inf"),
@@ -119,7 +122,9 @@ def _x(n=200, d=2):
         (_x(), dict(affinity=GaussianKNNAffinity(embedding=np.abs), affinity_embedding="siamese"),
          r"affinity has an embedding of its own and affinity_embedding is set too"),
         (_x(), dict(hidden_units="big"), r"hidden_units must be 'auto' or .*got hidden_units='big'"),
-        (_x(), dict(max_epochs="many"), r"max_epochs must be 'auto' or an integer >= 1, got max_epochs='many'"),
+        (_x(), dict(schedule=Schedule(max_epochs="many")),
+         r"schedule=Schedule\(max_epochs='many'\): max_epochs must be 'auto' or an integer >= 1, "
+         r"got max_epochs='many'"),
     ],
 )
 def test_bad_input_gets_a_clear_value_error(X, kwargs, match):
@@ -136,7 +141,8 @@ def test_predict_and_transform_before_fit_raise_not_fitted():
 
 
 def test_a_failed_refit_keeps_the_fitted_input_width():
-    net = SpectralNet(2, hidden_units=(8,), max_epochs=1, steps_per_epoch=2, random_state=0).fit(_x())
+    net = SpectralNet(2, hidden_units=(8,), schedule=Schedule(max_epochs=1, steps_per_epoch=2),
+                      random_state=0).fit(_x())
     with pytest.raises(ValueError, match="batch_size=5000"):
         net.set_params(batch_size=5000).fit(_x(d=3))
     assert net.n_features_in_ == 2
@@ -144,7 +150,8 @@ def test_a_failed_refit_keeps_the_fitted_input_width():
 
 
 def test_predict_with_a_different_feature_count_is_refused():
-    net = SpectralNet(2, hidden_units=(8,), max_epochs=1, steps_per_epoch=2, random_state=0).fit(_x())
+    net = SpectralNet(2, hidden_units=(8,), schedule=Schedule(max_epochs=1, steps_per_epoch=2),
+                      random_state=0).fit(_x())
     with pytest.raises(ValueError, match=r"X has 3 features, but SpectralNet is expecting 2 features"):
         net.predict(_x(d=3))
     with pytest.raises(ValueError, match=r"X has 3 features"):
@@ -183,7 +190,7 @@ def test_every_point_labeled_trains_the_embedding_on_the_label_graph():
     # The affinity is then 1 within a class, 0 across: supervised training.
     # On the noisy circles the Bayes rule reaches 0.981; 50 iterations gave 0.976.
     x, y, k = load_dataset("noisy_circles", seed=0)
-    net = SpectralNet(k, hidden_units=(32, 32), max_epochs=5, steps_per_epoch=10,
+    net = SpectralNet(k, hidden_units=(32, 32), schedule=Schedule(max_epochs=5, steps_per_epoch=10),
                       random_state=0).fit(x, partial_labels=y.astype(float))
     assert acc(y, net.labels_) >= 0.96
 
@@ -194,7 +201,8 @@ def test_a_semi_supervised_fit_answers_in_the_ids_of_its_labels():
     # the class ids swapped, the answer swaps too.
     x, y, k = load_dataset("moons", n=300)
     known = np.where(np.random.default_rng(0).uniform(size=len(y)) < 0.1, y, -1)
-    params = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=10, random_state=0)
+    params = dict(hidden_units=(16,), schedule=Schedule(max_epochs=2, steps_per_epoch=10),
+                  random_state=0)
     for given in (known, np.where(known >= 0, 1 - known, -1)):
         net = SpectralNet(k, **params).fit(x, partial_labels=given)
         labeled = given >= 0
@@ -219,7 +227,7 @@ def test_the_label_term_is_asked_for_the_graphs_classes_with_every_label_held(mo
         return seen["targets"]
 
     monkeypatch.setattr(constraints, "label_targets", spy)
-    SpectralNet(k, hidden_units=(16,), max_epochs=1, steps_per_epoch=2,
+    SpectralNet(k, hidden_units=(16,), schedule=Schedule(max_epochs=1, steps_per_epoch=2),
                 random_state=0).fit(x, partial_labels=known)
     assert seen["rows"] == len(x)
     np.testing.assert_array_equal(seen["labels"], np.sort(known[known >= 0]))
@@ -228,7 +236,8 @@ def test_the_label_term_is_asked_for_the_graphs_classes_with_every_label_held(mo
 
 def test_y_is_ignored_as_by_every_scikit_learn_clusterer():
     x, y, k = load_dataset("moons", n=300)
-    params = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=10, random_state=0)
+    params = dict(hidden_units=(16,), schedule=Schedule(max_epochs=2, steps_per_epoch=10),
+                  random_state=0)
     plain = SpectralNet(k, **params).fit(x)
     with_y = SpectralNet(k, **params).fit(x, y)
     np.testing.assert_array_equal(with_y.labels_, plain.labels_)
@@ -241,7 +250,7 @@ def test_y_is_ignored_as_by_every_scikit_learn_clusterer():
 
 def test_fit_transform_feature_names_and_random_state_instances():
     x, _, k = load_dataset("moons", n=300)
-    params = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=10)
+    params = dict(hidden_units=(16,), schedule=Schedule(max_epochs=2, steps_per_epoch=10))
     net = SpectralNet(k, random_state=0, **params)
     emb = net.fit_transform(x)
     np.testing.assert_array_equal(emb, net.embedding_)
@@ -254,7 +263,8 @@ def test_fit_transform_feature_names_and_random_state_instances():
 
 #: A smaller net and budget than run.py's, so that the semi-supervised tests
 #: take about 40 s a fit (1,500 iterations at most).
-NOISY_CIRCLES_FAST = dict(hidden_units=(128, 128), max_epochs=60, steps_per_epoch=25)
+NOISY_CIRCLES_FAST = dict(hidden_units=(128, 128),
+                          schedule=Schedule(max_epochs=60, steps_per_epoch=25))
 
 
 def _noisy_circles(seed, labeled_fraction):
@@ -317,9 +327,11 @@ def test_groups_reach_the_siamese_pairs_aligned_with_the_training_rows(monkeypat
         return real(z, *args, groups=groups, **kwargs)
 
     monkeypatch.setattr(siamese, "make_pairs", spy)
-    SpectralNet(2, hidden_units=(8,), max_epochs=1, steps_per_epoch=2, batch_size=32,
-                affinity_embedding=SiameseEmbedding(hidden_units=(8, 4), max_epochs=1,
-                                                    steps_per_epoch=2),
+    SpectralNet(2, hidden_units=(8,), schedule=Schedule(max_epochs=1, steps_per_epoch=2),
+                batch_size=32,
+                affinity_embedding=SiameseEmbedding(
+                    hidden_units=(8, 4),
+                    schedule=Schedule(max_epochs=1, steps_per_epoch=2, tol=0.0)),
                 random_state=0).fit(x, groups=groups)
     assert len(seen["z"]) == 179  # the training rows: a hold-out of 21 holds the neighbours
     np.testing.assert_array_equal(seen["z"][:, 0], seen["groups"])
@@ -335,7 +347,7 @@ def test_a_graph_in_more_pieces_than_clusters_warns_in_one_line_naming_them():
     """Three blobs with no edge between them, two clusters asked for: one
     line says so, with the pieces' sizes (of the training points)."""
     with pytest.warns(UserWarning) as caught:
-        net = SpectralNet(2, hidden_units=(8,), max_epochs=1, steps_per_epoch=1,
+        net = SpectralNet(2, hidden_units=(8,), schedule=Schedule(max_epochs=1, steps_per_epoch=1),
                           random_state=0).fit(_three_far_blobs())
     (message,) = [str(w.message) for w in caught if "pieces" in str(w.message)]
     found = re.match(r"SpectralNet: the graph falls into 3 pieces with no edge between them "
@@ -350,7 +362,7 @@ def test_as_many_pieces_as_clusters_pass_without_a_warning():
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        SpectralNet(3, hidden_units=(8,), max_epochs=1, steps_per_epoch=1,
+        SpectralNet(3, hidden_units=(8,), schedule=Schedule(max_epochs=1, steps_per_epoch=1),
                     random_state=0).fit(_three_far_blobs())
 
 
@@ -370,7 +382,8 @@ def test_a_constant_column_is_taken_and_leaves_the_graph_as_it_is():
     distance: the fit takes it, and its graph is the one without it (to
     float32 rounding of the distances)."""
     x, y, k = load_dataset("moons", n=400)
-    net = SpectralNet(k, hidden_units=(16,), max_epochs=1, steps_per_epoch=2, random_state=0)
+    net = SpectralNet(k, hidden_units=(16,), schedule=Schedule(max_epochs=1, steps_per_epoch=2),
+                      random_state=0)
     padded = np.c_[x, np.full(len(x), 3.0)].astype(np.float32)
     assert net.fit(padded).labels_.shape == (400,)
     graph = GaussianKNNAffinity().fit(padded, 400, seed=0)(padded).numpy()

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from spectralnet_tf import GaussianKNNAffinity, SiameseEmbedding, SpectralNet
+from sklearn.base import BaseEstimator
+
+from spectralnet_tf import GaussianKNNAffinity, Schedule, SiameseEmbedding, SpectralNet
 from spectralnet_tf.autoencoder import load_encoder
 from spectralnet_tf.datasets import load_dataset
 from spectralnet_tf.networks import build_spectralnet
@@ -21,7 +23,8 @@ SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli
 @pytest.fixture(scope="module")
 def fitted():
     x, _, k = load_dataset("moons", n=400)
-    net = SpectralNet(k, hidden_units=(32, 32), max_epochs=3, random_state=0).fit(x)
+    net = SpectralNet(k, hidden_units=(32, 32), schedule=Schedule(max_epochs=3),
+                      random_state=0).fit(x)
     return net, x
 
 
@@ -30,7 +33,7 @@ def fitted_with_encoder():
     """The MNIST code-space model: the committed VaDE encoder in front of F_theta
     (fitted on random pixel rows: the test is about the export, not the clusters)."""
     x = np.random.default_rng(0).uniform(size=(300, 784)).astype(np.float32)
-    net = SpectralNet(3, hidden_units=(16,), max_epochs=1, steps_per_epoch=5,
+    net = SpectralNet(3, hidden_units=(16,), schedule=Schedule(max_epochs=1, steps_per_epoch=5),
                       encoder=load_encoder(MNIST_AE), random_state=0).fit(x)
     return net, x
 
@@ -275,6 +278,13 @@ def test_keras_file_loads_in_a_fresh_process_with_identical_outputs(fitted, fres
     np.testing.assert_array_equal(np.load(folder / "y.npy"), net.transform(x))
 
 
+def _comparable(params):
+    """``get_params`` with each part (an estimator object, equal to another
+    only if the same object) as its class and its own parameters."""
+    return {key: (type(value), _comparable(value.get_params()))
+            if isinstance(value, BaseEstimator) else value for key, value in params.items()}
+
+
 def _assert_same_fitted_state(loaded, net, x):
     np.testing.assert_array_equal(loaded.predict(x), net.predict(x))
     np.testing.assert_array_equal(loaded.transform(x), net.transform(x))
@@ -291,7 +301,7 @@ def test_estimator_save_load_round_trip(fitted, tmp_path):
     path = net.save(str(tmp_path / "est"))
     loaded = SpectralNet.load(path)
     _assert_same_fitted_state(loaded, net, x)
-    assert loaded.get_params() == net.get_params()
+    assert _comparable(loaded.get_params()) == _comparable(net.get_params())
     with pytest.raises(FileExistsError, match="already exists"):
         net.save(path)
     with pytest.raises(FileNotFoundError, match="missing embedder.keras, estimator.json, arrays.npz"):
@@ -302,17 +312,19 @@ def test_estimator_save_load_round_trip(fitted, tmp_path):
 @pytest.mark.slow
 def test_round_trip_keeps_encoder_and_siamese_and_refits_the_same(tmp_path):
     x = np.random.default_rng(1).uniform(size=(400, 784)).astype(np.float32)
-    params = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=5,
+    params = dict(hidden_units=(16,), schedule=Schedule(max_epochs=2, steps_per_epoch=5),
                   affinity=GaussianKNNAffinity(n_nbrs=5, scale_nbr=2),
-                  affinity_embedding=SiameseEmbedding(hidden_units=(16, 4), max_epochs=2),
+                  affinity_embedding=SiameseEmbedding(hidden_units=(16, 4),
+                                                      schedule=Schedule(max_epochs=2, tol=0.0)),
                   random_state=0)
     net = SpectralNet(3, encoder=load_encoder(MNIST_AE), **params).fit(x)
     loaded = SpectralNet.load(net.save(str(tmp_path / "est")))
     _assert_same_fitted_state(loaded, net, x)
     assert loaded.siamese_history_ == net.siamese_history_
-    for part in ("affinity", "affinity_embedding"):  # the same class and parameters
+    for part in ("affinity", "affinity_embedding", "schedule"):  # the same class and parameters
         assert type(loaded.get_params()[part]) is type(net.get_params()[part])
-        assert loaded.get_params()[part].get_params() == net.get_params()[part].get_params()
+        assert (_comparable(loaded.get_params()[part].get_params())
+                == _comparable(net.get_params()[part].get_params()))
     assert loaded.affinity_embedding_.history_ == net.affinity_embedding_.history_
     codes = net.encoder.predict(x[:50], verbose=0)
     np.testing.assert_array_equal(loaded.encoder.predict(x[:50], verbose=0), codes)
@@ -326,9 +338,10 @@ def test_round_trip_keeps_encoder_and_siamese_and_refits_the_same(tmp_path):
 
 def test_mixed_bfloat16_estimator_round_trips_and_exports_float32(tmp_path):
     x, _, k = load_dataset("moons", n=400)
-    net = SpectralNet(k, hidden_units=(32, 32), max_epochs=2, steps_per_epoch=5, random_state=0,
-                      dtype_policy="mixed_bfloat16",
-                      affinity_embedding=SiameseEmbedding(hidden_units=(16, 4), max_epochs=2,
+    net = SpectralNet(k, hidden_units=(32, 32), schedule=Schedule(max_epochs=2, steps_per_epoch=5),
+                      random_state=0, dtype_policy="mixed_bfloat16",
+                      affinity_embedding=SiameseEmbedding(hidden_units=(16, 4),
+                                                          schedule=Schedule(max_epochs=2, tol=0.0),
                                                           dtype_policy="mixed_bfloat16")).fit(x)
     assert net.siamese_.layers[0].compute_dtype == "bfloat16"
     loaded = SpectralNet.load(net.save(str(tmp_path / "est")))
@@ -397,12 +410,14 @@ def _as_format_2(path, flat):
 @pytest.mark.slow  # trains end to end
 def test_a_format_2_save_loads_into_the_objects_and_refits_as_it_was_trained(tmp_path):
     x, _, k = load_dataset("moons", n=400)
-    net = SpectralNet(k, hidden_units=(16,), max_epochs=2, steps_per_epoch=5, batch_size=128,
-                      laplacian="unnormalized", init="random", tol=0.0,  # format 2's
+    net = SpectralNet(k, hidden_units=(16,), batch_size=128,
+                      schedule=Schedule(max_epochs=2, steps_per_epoch=5, tol=0.0),  # format 2's
+                      laplacian="unnormalized", init="random",
                       affinity=GaussianKNNAffinity(n_nbrs=6, scale_nbr=2, scale="local"),
                       affinity_embedding=SiameseEmbedding(
-                          hidden_units=(8, 4), n_nbrs=3, batch_size=64, max_epochs=2,
-                          steps_per_epoch=3, neighbors="exact"),
+                          hidden_units=(8, 4), n_nbrs=3, batch_size=64,
+                          schedule=Schedule(max_epochs=2, steps_per_epoch=3, tol=0.0),
+                          neighbors="exact"),
                       random_state=0).fit(x)
     # As format 2's fits were: centroids of the rows as they are.
     from spectralnet_tf.centroids import assign, fit_centroids
@@ -427,8 +442,12 @@ def test_a_format_2_save_loads_into_the_objects_and_refits_as_it_was_trained(tmp
     loaded = SpectralNet.load(path)
     _assert_same_fitted_state(loaded, net, x)
     assert loaded.affinity.get_params() == net.affinity.get_params()
-    assert loaded.affinity_embedding.get_params() == net.affinity_embedding.get_params()
-    assert loaded.hidden_units == (16,) and loaded.max_epochs == 2
+    assert type(loaded.affinity_embedding.schedule) is Schedule
+    assert (_comparable(loaded.affinity_embedding.get_params())
+            == _comparable(net.affinity_embedding.get_params()))
+    assert type(loaded.schedule) is Schedule
+    assert loaded.schedule.get_params() == net.schedule.get_params()
+    assert loaded.hidden_units == (16,) and loaded.schedule.max_epochs == 2
     np.testing.assert_array_equal(np.asarray(loaded.affinity_(x[:20])), np.asarray(net.affinity_(x[:20])))
     # A refit trains exactly as the original's (the format-2 settings, moved into the objects).
     np.testing.assert_array_equal(loaded.fit(x).embedding_, net.fit(x).embedding_)
@@ -452,13 +471,45 @@ def test_an_unreadable_format_fails_in_one_line_naming_it(fitted, tmp_path, vers
 
 def test_the_saved_parameters_are_json_with_the_parts_by_class(tmp_path):
     x, _, k = load_dataset("moons", n=300)
-    net = SpectralNet(k, hidden_units=(8,), max_epochs=1, steps_per_epoch=2, random_state=0,
+    net = SpectralNet(k, hidden_units=(8,), schedule=Schedule(max_epochs=1, steps_per_epoch=2),
+                      random_state=0,
                       affinity=GaussianKNNAffinity(n_nbrs=4, scale="local")).fit(x)
     state = json.load(open(os.path.join(net.save(str(tmp_path / "s")), "estimator.json")))
-    assert state["format"] == 5
+    assert state["format"] == 6
     assert state["params"]["affinity"] == {"class": "GaussianKNNAffinity", "params": {
         "n_nbrs": 4, "scale_nbr": 7, "scale": "local", "n_scale_batches": 10}}
     assert state["params"]["affinity_embedding"] is None
+    assert state["params"]["schedule"] == {"class": "Schedule", "params": {
+        "learning_rate": 0.001, "max_epochs": 1, "steps_per_epoch": 2, "patience": 10,
+        "min_lr": 1e-08, "tol": 0.001}}
+
+
+def test_a_format_5_save_loads_its_flat_schedules_into_schedule_parts(tmp_path):
+    """Format 5 kept the schedules flat on SpectralNet and on the Siamese
+    net: they load as ``Schedule`` parts of the same values (the Siamese
+    one, which never stopped early, with ``tol=0``), and refit alike."""
+    x, _, k = load_dataset("moons", n=300)
+    flat = {"learning_rate": 0.002, "max_epochs": 1, "steps_per_epoch": 2, "patience": 7,
+            "min_lr": 1e-6, "tol": 0.0}
+    siamese_flat = {"learning_rate": 0.003, "max_epochs": 1, "steps_per_epoch": 3,
+                    "patience": 5, "min_lr": 1e-7}
+    net = SpectralNet(k, hidden_units=(8,), random_state=0, schedule=Schedule(**flat),
+                      affinity_embedding=SiameseEmbedding(
+                          hidden_units=(8, 2), schedule=Schedule(**siamese_flat, tol=0.0))).fit(x)
+    path = net.save(str(tmp_path / "s"))
+    state_file = os.path.join(path, "estimator.json")
+    state = json.load(open(state_file))
+    state["format"] = 5
+    params = state["params"]
+    params.update(params.pop("schedule")["params"])
+    siamese = params["affinity_embedding"]["params"]
+    siamese.update({key: value for key, value in siamese.pop("schedule")["params"].items()
+                    if key != "tol"})
+    json.dump(state, open(state_file, "w"))
+    loaded = SpectralNet.load(path)
+    assert type(loaded.schedule) is Schedule and loaded.schedule.get_params() == flat
+    assert loaded.affinity_embedding.schedule.get_params() == {**siamese_flat, "tol": 0.0}
+    np.testing.assert_array_equal(loaded.predict(x), net.predict(x))
 
 
 NAN_REQUEST = """

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 import tensorflow as tf
 
-from spectralnet_tf import PrecomputedAffinity, SpectralNet, acc
+from spectralnet_tf import PrecomputedAffinity, Schedule, SpectralNet, acc
 from spectralnet_tf.affinity import check_graph
 from spectralnet_tf.datasets import blobs, sbm
 from spectralnet_tf.spectral import cluster_graph
@@ -51,8 +51,8 @@ def test_a_dense_graph_is_taken_as_the_sparse_one():
 ])
 def test_every_malformed_graph_is_refused_by_fit_naming_the_problem(change, message):
     x = np.random.default_rng(0).normal(size=(60, 3)).astype(np.float32)
-    net = SpectralNet(2, affinity="precomputed", hidden_units=(8,), max_epochs=1,
-                      steps_per_epoch=1, random_state=0)
+    net = SpectralNet(2, affinity="precomputed", hidden_units=(8,),
+                      schedule=Schedule(max_epochs=1, steps_per_epoch=1), random_state=0)
     with pytest.raises(ValueError, match=message):
         net.fit(x, graph=change(_graph()))
 
@@ -86,7 +86,7 @@ def test_graph_and_precomputed_go_together_and_refuse_a_learned_distance():
 @pytest.mark.slow
 def test_the_knn_graph_given_as_precomputed_clusters_as_the_knn_run_does():
     x, y = blobs(600, 3, 8.0, seed=0)
-    params = dict(hidden_units=(32, 32), max_epochs=8, random_state=0)
+    params = dict(hidden_units=(32, 32), schedule=Schedule(max_epochs=8), random_state=0)
     knn = SpectralNet(3, **params).fit(x)
     graph = knn.affinity_.for_full_data(len(x), 540).graph(x)  # the graph minibatches sample
     own = SpectralNet(3, affinity="precomputed", **params).fit(x, graph=graph)
@@ -99,8 +99,8 @@ def test_the_knn_graph_given_as_precomputed_clusters_as_the_knn_run_does():
 def test_features_plus_a_block_graph_predict_held_out_blocks_from_features(tmp_path):
     x, w, y = sbm(n=1200, p_in=0.04, p_out=0.004, seed=0)
     train, held = np.arange(900), np.arange(900, 1200)
-    net = SpectralNet(3, affinity="precomputed", hidden_units=(64, 64), tol=0.0,
-                      random_state=0)
+    net = SpectralNet(3, affinity="precomputed", hidden_units=(64, 64),
+                      schedule=Schedule(tol=0.0), random_state=0)
     net.fit(x[train], graph=w[train][:, train])
     exact, _ = cluster_graph(w[train][:, train], 3)
     assert acc(y[train], net.labels_) >= acc(y[train], exact) - 0.03

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from spectralnet_tf import SpectralNet
+from spectralnet_tf import Schedule, SpectralNet
 from spectralnet_tf.groups import GroupTable, apply_groups, group_means, layout
 from spectralnet_tf.metrics import acc as cluster_acc
 
@@ -106,7 +106,8 @@ def test_groups_join_their_members_in_the_clusters():
     together; the groups, which join each blob to the one across the
     diagonal, can: with them the clusters are the diagonals."""
     x, y, groups = _diagonal_blobs()
-    params = dict(n_clusters=2, hidden_units=(32, 32), max_epochs=30, random_state=0, verbose=0)
+    params = dict(n_clusters=2, hidden_units=(32, 32), schedule=Schedule(max_epochs=30),
+                  random_state=0, verbose=0)
     with_groups = SpectralNet(**params).fit(x, groups=groups)
     assert cluster_acc(y, with_groups.labels_) == 1.0
     # The same points differently grouped (within a blob, across it from
@@ -131,8 +132,8 @@ def test_groups_make_the_minibatches_pairs_of_one_group(monkeypatch):
         return real(model, affinity, data, config, constraints=constraints, **kwargs)
 
     monkeypatch.setattr(estimator, "train_spectralnet", spy)
-    SpectralNet(2, hidden_units=(8,), max_epochs=1, random_state=0, verbose=0).fit(
-        x, groups=groups)
+    SpectralNet(2, hidden_units=(8,), schedule=Schedule(max_epochs=1), random_state=0,
+                verbose=0).fit(x, groups=groups)
     (constraint,) = seen["constraints"]
     assert isinstance(constraint, GroupConstraint)
     rows = [int(np.flatnonzero(np.all(x == z, axis=1))[0]) for z in seen["z"][:50]]
@@ -223,7 +224,7 @@ def test_a_bad_group_weight_is_named(bad):
 
 def test_the_weight_used_is_kept_in_the_history():
     x, _, groups = _diagonal_blobs()
-    params = dict(n_clusters=2, hidden_units=(8,), max_epochs=1, random_state=0)
+    params = dict(n_clusters=2, hidden_units=(8,), schedule=Schedule(max_epochs=1), random_state=0)
     fixed = SpectralNet(**params, group_weight=2.5)
     assert fixed.fit(x, groups=groups).history_["group_weight"] == 2.5
     balanced = SpectralNet(**params).fit(x, groups=groups).history_["group_weight"]
@@ -260,8 +261,8 @@ def test_group_means_are_each_groups_mean_row_under_dense_ids():
 def test_group_labels_are_the_nearest_centroid_of_each_groups_mean_unit_row(tmp_path):
     x, _, groups = _diagonal_blobs()
     # One epoch from random weights: the points of a group do not agree yet.
-    params = dict(n_clusters=2, hidden_units=(8,), max_epochs=1, random_state=0, verbose=0,
-                  init="random")
+    params = dict(n_clusters=2, hidden_units=(8,), schedule=Schedule(max_epochs=1), random_state=0,
+                  verbose=0, init="random")
     net = SpectralNet(**params).fit(x, groups=groups)
     unit = net.embedding_ / np.linalg.norm(net.embedding_, axis=1, keepdims=True)
     expected = np.empty(len(x), np.int64)

@@ -8,7 +8,7 @@ import tensorflow as tf
 from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import SVC
 
-from spectralnet_tf import SpectralNet, acc
+from spectralnet_tf import Schedule, SpectralNet, acc
 from spectralnet_tf.affinity import FullGaussianAffinity, GaussianKNNAffinity
 from spectralnet_tf.datasets import rings
 from spectralnet_tf.labelscores import (C_GRID, GAMMA_FACTORS, LabelScores, decision_columns,
@@ -223,7 +223,7 @@ def test_the_check_keeps_the_classifier_only_where_its_graph_beats_the_graph():
     assert check is None and isinstance(scores, LabelScores)
 
 
-FAST = dict(hidden_units=(16,), max_epochs=2, steps_per_epoch=5, random_state=0)
+FAST = dict(hidden_units=(16,), schedule=Schedule(max_epochs=2, steps_per_epoch=5), random_state=0)
 
 
 @pytest.mark.slow  # five fits

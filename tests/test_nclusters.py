@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from spectralnet_tf import Eigengap, GaussianKNNAffinity, SpectralNet, acc
+from spectralnet_tf import Eigengap, GaussianKNNAffinity, Schedule, SpectralNet, acc
 from spectralnet_tf.datasets import blobs, load_dataset
 
 
@@ -46,7 +46,8 @@ def test_no_gap_that_stands_out_warns_once_naming_both_candidates():
 
 def test_auto_fits_with_the_chosen_k_and_keeps_it_through_save_and_load(tmp_path):
     x, y = blobs(900, 3, sep=8.0, seed=0)
-    net = SpectralNet("auto", hidden_units=(16,), max_epochs=5, random_state=0).fit(x)
+    net = SpectralNet("auto", hidden_units=(16,), schedule=Schedule(max_epochs=5),
+                      random_state=0).fit(x)
     assert net.n_clusters == "auto" and net.n_clusters_ == 3
     assert net.cluster_centers_.shape == (3, 3) and net.embedding_.shape == (900, 3)
     assert net.eigenvalues_.shape == (21,) and isinstance(net.n_clusters_chooser_, Eigengap)

@@ -10,21 +10,31 @@ import pytest
 from sklearn.base import clone
 from sklearn.model_selection import ParameterGrid
 
-from spectralnet_tf import (FullGaussianAffinity, GaussianKNNAffinity, SiameseEmbedding,
-                            SpectralNet)
-from spectralnet_tf.estimator import auto_hidden_units, auto_max_epochs
+from spectralnet_tf import (FullGaussianAffinity, GaussianKNNAffinity, Schedule,
+                            SiameseEmbedding, SpectralNet)
+from spectralnet_tf.estimator import auto_hidden_units
+from spectralnet_tf.schedule import auto_max_epochs
 
 
 def _x(n=300, d=2, seed=0):
     return np.random.default_rng(seed).normal(size=(n, d)).astype(np.float32)
 
 
-FAST = dict(hidden_units=(8,), max_epochs=1, steps_per_epoch=2, random_state=0)
+FAST = dict(hidden_units=(8,), schedule=Schedule(max_epochs=1, steps_per_epoch=2), random_state=0)
 
 
-def test_init_has_at_most_25_parameters_and_only_stores_them():
+def _values(estimator):
+    """``get_params(deep=True)`` without the part objects themselves (their
+    parameters are listed under nested keys), so that two estimators with
+    equal parts compare equal."""
+    return {key: value for key, value in estimator.get_params().items()
+            if not isinstance(value, Schedule)}
+
+
+def test_init_has_at_most_20_parameters_and_only_stores_them():
     params = inspect.signature(SpectralNet.__init__).parameters
-    assert len(params) - 1 <= 25  # self
+    assert len(params) - 1 <= 20  # self
+    assert len(inspect.signature(SiameseEmbedding.__init__).parameters) - 1 <= 12
     aff = GaussianKNNAffinity(n_nbrs=-1)
     net = SpectralNet(affinity=aff, affinity_embedding="bogus")
     assert net.affinity is aff and net.affinity_embedding == "bogus"
@@ -32,16 +42,18 @@ def test_init_has_at_most_25_parameters_and_only_stores_them():
 
 def test_get_params_reaches_the_parts_and_clone_copies_them():
     aff = GaussianKNNAffinity(n_nbrs=7, scale_nbr=4, scale="local")
-    emb = SiameseEmbedding(hidden_units=(32, 4), max_epochs=9)
+    emb = SiameseEmbedding(hidden_units=(32, 4), schedule=Schedule(max_epochs=9, tol=0.0))
     net = SpectralNet(3, affinity=aff, affinity_embedding=emb)
     deep = net.get_params(deep=True)
     assert deep["affinity__n_nbrs"] == 7 and deep["affinity__scale"] == "local"
-    assert deep["affinity_embedding__max_epochs"] == 9
+    assert deep["affinity_embedding__schedule__max_epochs"] == 9
     assert deep["affinity_embedding__hidden_units"] == (32, 4)
     twin = clone(net)
     assert twin.affinity is not aff and twin.affinity.get_params() == aff.get_params()
     assert twin.affinity_embedding is not emb
-    assert twin.affinity_embedding.get_params() == emb.get_params()
+    assert twin.affinity_embedding.schedule is not emb.schedule
+    assert type(twin.affinity_embedding.schedule) is Schedule
+    assert _values(twin.affinity_embedding) == _values(emb)
 
 
 def test_nested_set_params_copies_the_part_and_leaves_the_given_object_alone():
@@ -56,21 +68,49 @@ def test_nested_set_params_copies_the_part_and_leaves_the_given_object_alone():
     assert net.batch_size == 64
 
 
+def test_a_shared_schedule_is_copied_on_a_nested_key_not_changed():
+    shared = Schedule(max_epochs=30, tol=0.0)
+    net = SpectralNet(schedule=shared, affinity_embedding=SiameseEmbedding(schedule=shared))
+    net.set_params(schedule__patience=3, affinity_embedding__schedule__max_epochs=7)
+    assert (shared.patience, shared.max_epochs) == (10, 30)
+    assert (net.schedule.patience, net.schedule.max_epochs) == (3, 30)
+    assert net.affinity_embedding.schedule.max_epochs == 7
+    # None stands for the owner's own default, which a nested key starts from.
+    siamese = SiameseEmbedding().set_params(schedule__patience=4)
+    assert (siamese.schedule.max_epochs, siamese.schedule.tol, siamese.schedule.patience) == (
+        100, 0.0, 4)
+    assert SpectralNet().set_params(schedule__patience=4).schedule.max_epochs == "auto"
+
+
+def test_the_schedule_resolves_its_budget_and_makes_its_stops():
+    assert Schedule().budget(61) == (61, auto_max_epochs(61))
+    assert Schedule(max_epochs=7, steps_per_epoch=5).budget(61) == (5, 7)
+    stops = Schedule(patience=4, min_lr=1e-5, tol=0.01).callbacks()
+    assert (stops["schedule"].patience, stops["schedule"].min_lr) == (4, 1e-5)
+    assert (stops["convergence"].patience, stops["convergence"].tol) == (4, 0.01)
+    with pytest.raises(ValueError, match=r"^schedule=Schedule\(patience=0\): patience must be "
+                                         r"an integer >= 1, got patience=0\.$"):
+        SpectralNet(schedule=Schedule(patience=0)).plan(100, 2)
+
+
 def test_nested_keys_on_a_name_use_the_object_it_names():
-    net = SpectralNet(affinity_embedding="siamese").set_params(affinity__n_nbrs=5,
-                                                               affinity_embedding__max_epochs=3)
+    net = SpectralNet(affinity_embedding="siamese").set_params(
+        affinity__n_nbrs=5, affinity_embedding__schedule__max_epochs=3)
     assert type(net.affinity) is GaussianKNNAffinity
     assert net.affinity.get_params() == GaussianKNNAffinity(n_nbrs=5).get_params()
-    assert net.affinity_embedding.get_params() == SiameseEmbedding(max_epochs=3).get_params()
+    assert type(net.affinity_embedding) is SiameseEmbedding
+    assert type(net.affinity_embedding.schedule) is Schedule
+    assert _values(net.affinity_embedding) == _values(
+        SiameseEmbedding(schedule=Schedule(max_epochs=3, tol=0.0)))
     full = SpectralNet(affinity="full").set_params(affinity__scale_nbr=4)
     assert type(full.affinity) is FullGaussianAffinity and full.affinity.scale_nbr == 4
 
 
 def test_nested_keys_without_an_object_are_named_in_the_error():
-    with pytest.raises(ValueError, match=r"affinity_embedding__max_epochs: nested parameters need "
-                                         r"affinity_embedding to be an object .*got "
-                                         r"affinity_embedding=None"):
-        SpectralNet().set_params(affinity_embedding__max_epochs=3)
+    with pytest.raises(ValueError, match=r"affinity_embedding__schedule__max_epochs: nested "
+                                         r"parameters need affinity_embedding to be an object "
+                                         r".*got affinity_embedding=None"):
+        SpectralNet().set_params(affinity_embedding__schedule__max_epochs=3)
     with pytest.raises(ValueError, match=r"Invalid parameter 'n_nbrs' for estimator "
                                          r"FullGaussianAffinity"):
         SpectralNet(affinity="full").set_params(affinity__n_nbrs=3)
@@ -78,7 +118,8 @@ def test_nested_keys_without_an_object_are_named_in_the_error():
 
 def test_fit_honours_nested_parameters_and_never_fits_the_given_objects():
     aff = GaussianKNNAffinity(n_nbrs=8, scale_nbr=2)
-    emb = SiameseEmbedding(hidden_units=(8, 4), max_epochs=1, steps_per_epoch=2)
+    emb = SiameseEmbedding(hidden_units=(8, 4),
+                           schedule=Schedule(max_epochs=1, steps_per_epoch=2, tol=0.0))
     net = SpectralNet(affinity=aff, affinity_embedding=emb, **FAST)
     net.set_params(affinity__n_nbrs=5, affinity_embedding__n_nbrs=3)
     net.fit(_x())
@@ -138,7 +179,8 @@ def test_the_plan_resolves_auto_values_and_keeps_explicit_ones():
     # Epochs of the 10-step floor, as many as give the iteration budget, 100 at most.
     assert auto.hidden_units == (256, 256, 128) and auto.max_epochs == 100
     assert (auto.n_val, auto.n_train, auto.batch_size, auto.steps_per_epoch) == (100, 900, 512, 10)
-    explicit = SpectralNet(2, hidden_units=(1024, 1024, 512), max_epochs=100).plan(1000, 2)
+    explicit = SpectralNet(2, hidden_units=(1024, 1024, 512),
+                           schedule=Schedule(max_epochs=100)).plan(1000, 2)
     assert explicit.hidden_units == (1024, 1024, 512) and explicit.max_epochs == 100
     big = SpectralNet(10, batch_size=1024).plan(70000, 784)
     assert (big.steps_per_epoch, big.max_epochs, big.hidden_units) == (61, 41, (1024, 1024, 512))
@@ -149,7 +191,8 @@ def test_the_plan_resolves_auto_values_and_keeps_explicit_ones():
 
 def test_a_default_fit_trains_the_planned_net_for_the_planned_epochs():
     x = _x(400)
-    net = SpectralNet(2, random_state=0, max_epochs=2, tol=0.0).fit(x)  # cut for test time
+    net = SpectralNet(2, random_state=0,
+                      schedule=Schedule(max_epochs=2, tol=0.0)).fit(x)  # cut for test time
     plan = net.plan(400, 2)
     assert plan.hidden_units == (128, 128, 64)
     dense = [layer.units for layer in net.model_.layers if hasattr(layer, "units")]

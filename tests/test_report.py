@@ -259,7 +259,7 @@ def test_a_split_run_row_keeps_its_test_acc_and_test_nmi(monkeypatch):
     results = {"dataset": "mnist", "space": "code", "affinity": "siamese", "n": 60000,
                "acc": 0.98261, "nmi": 0.95204, "test_acc": 0.98342, "test_nmi": 0.95531,
                "raw_rows_acc": 0.97136, "raw_rows_test_acc": 0.97241,
-               "seconds": seconds, "peak_rss_gib": 1.9, "config": {"max_epochs": 18}}
+               "seconds": seconds, "peak_rss_gib": 1.9, "config": {"schedule__max_epochs": 18}}
     monkeypatch.setattr(bench, "matmul_rate", lambda: 100.0)
     configs = []
     monkeypatch.setattr(bench, "append", lambda title, header, rows, command, extra=None:
@@ -271,7 +271,8 @@ def test_a_split_run_row_keeps_its_test_acc_and_test_nmi(monkeypatch):
         "0.9714", "0.9724")
     assert (kept[0]["ACC"], kept[0]["NMI"], kept[0]["total min at 200 GFLOP/s"]) == (
         "0.9826", "0.9520", "0.5")
-    assert configs[0] == {"config": {"max_epochs": 18}}  # the run's config, for current.py
+    # The run's config, for current.py.
+    assert configs[0] == {"config": {"schedule__max_epochs": 18}}
     del results["test_acc"], results["test_nmi"], results["raw_rows_test_acc"]
     bench.bench_run(type("Args", (), {"rest": []})(), "python scripts/bench.py run")
     assert (kept[1]["test ACC"], kept[1]["test NMI"], kept[1]["test ACC, rows as they are"]) == (
@@ -306,14 +307,16 @@ def test_a_current_row_whose_record_ran_another_config_fails_naming_the_key(tmp_
     _run_record(tmp_path, ran)
     assert current.check(ONE_ROW, ONE_ENTRY, str(tmp_path)) == ([], [])
     current.report_check(ONE_ROW, ONE_ENTRY, str(tmp_path))  # passes: no exit
-    _run_record(tmp_path, {**ran, "max_epochs": shipped["max_epochs"] + 12})  # a stale row
+    epochs = shipped["schedule__max_epochs"]
+    _run_record(tmp_path, {**ran, "schedule__max_epochs": epochs + 12})  # a stale row
     warnings, failures = current.check(ONE_ROW, ONE_ENTRY, str(tmp_path))
     assert warnings == [] and len(failures) == 1
     assert failures[0].startswith("MNIST, all 70k: 2026-01-01-bench-run-000000.json ran another "
                                   "config than `run.py --dset mnist` resolves to today: "
-                                  f"max_epochs is {shipped['max_epochs'] + 12} there, "
-                                  f"{shipped['max_epochs']} today")
-    with pytest.raises(SystemExit, match="current figures: stale:\n- MNIST, all 70k: .*max_epochs"):
+                                  f"schedule__max_epochs is {epochs + 12} there, "
+                                  f"{epochs} today")
+    with pytest.raises(SystemExit,
+                       match="current figures: stale:\n- MNIST, all 70k: .*schedule__max_epochs"):
         current.report_check(ONE_ROW, ONE_ENTRY, str(tmp_path))
     # A parameter the record lacks is a difference too, unless current.ADDED reads it.
     _run_record(tmp_path, {key: v for key, v in ran.items() if key != "affinity__n_nbrs"})

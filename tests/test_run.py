@@ -7,6 +7,7 @@ import pytest
 
 from harness import reproduce as cli
 from harness.infimnist import Deform, Redraw
+from spectralnet_tf import Schedule
 from spectralnet_tf.datasets import load_dataset
 from spectralnet_tf.siamese import SiameseEmbedding
 
@@ -36,7 +37,7 @@ def test_run_writes_results_and_plots(tmp_path):
     assert list(after.values()) == sorted(after.values())
     assert 0 < max(after.values()) <= saved["peak_rss_gib"]
     assert saved["config"]["hidden_units"] == [64, 64]
-    assert saved["config"]["max_epochs"] == 3 and saved["config"]["seed"] == 0
+    assert saved["config"]["schedule__max_epochs"] == 3 and saved["config"]["seed"] == 0
     assert saved["acc"] == results["acc"]
     # The partition's sizes beside its ACC: k of each, every point counted once.
     y = load_dataset("cc", seed=0)[1]
@@ -56,9 +57,11 @@ def test_paper_preset_is_appendix_c_and_flags_still_override():
     assert siamese.output_activation == "relu" and siamese.n_nbrs == 2
     assert (affinity.n_nbrs, affinity.scale_nbr, affinity.scale) == (2, 1, "global")
     assert (config["batch_size"], siamese.batch_size) == (1024, 128)
-    assert config["learning_rate"] == siamese.learning_rate == 1e-3
-    assert config["patience"] == 10 and config["min_lr"] == 1e-8 and config["init"] == "random"
-    assert (siamese.patience, siamese.min_lr) == (10, 1e-8)  # the paper's, for both nets
+    schedule = config["schedule"]
+    assert schedule.learning_rate == siamese.schedule.learning_rate == 1e-3
+    assert schedule.patience == 10 and schedule.min_lr == 1e-8 and config["init"] == "random"
+    # the paper's, for both nets
+    assert (siamese.schedule.patience, siamese.schedule.min_lr) == (10, 1e-8)
     over = cli.build_config(cli.parse_args(["--dset", "mnist", "--preset", "paper", "--n-nbrs", "5"]))
     assert over["affinity"].n_nbrs == 5 and over["affinity"].scale_nbr == 1
     # Without the preset, this package's MNIST config.
@@ -71,8 +74,8 @@ def test_flags_override_the_dataset_config():
          "--siamese-steps-per-epoch", "9", "--dtype-policy", "mixed_bfloat16",
          "--siamese-dtype-policy", "mixed_bfloat16"]))
     siamese = config["affinity_embedding"]
-    assert siamese.n_nbrs == 3 and siamese.max_epochs == 7
-    assert siamese.steps_per_epoch == 9
+    assert siamese.n_nbrs == 3 and siamese.schedule.max_epochs == 7
+    assert siamese.schedule.steps_per_epoch == 9
     assert config["dtype_policy"] == siamese.dtype_policy == "mixed_bfloat16"
     assert cli.build_config(cli.parse_args(["--dset", "mnist"]))["affinity_embedding"].n_nbrs == 5
     # Infinite MNIST: MNIST's settings (its precision by the hardware too) with
@@ -82,13 +85,16 @@ def test_flags_override_the_dataset_config():
     lean = cli.build_config(cli.parse_args(["--dset", "mnist"]))
 
     def flat(config):  # the parts' parameters under nested keys, as get_params(deep=True)
+        # (a part's Schedule object itself left out: its parameters are listed)
         return {**{k: v for k, v in config.items() if not hasattr(v, "get_params")},
                 **{f"{k}__{p}": w for k, v in config.items() if hasattr(v, "get_params")
-                   for p, w in v.get_params().items()}}
+                   for p, w in v.get_params().items() if not isinstance(w, Schedule)}}
 
     assert flat(infi) == {**flat(lean),
-                          "steps_per_epoch": 61, "affinity_embedding__steps_per_epoch": 1107,
-                          "max_epochs": 60, "affinity_embedding__max_epochs": 60,
+                          "schedule__steps_per_epoch": 61,
+                          "affinity_embedding__schedule__steps_per_epoch": 1107,
+                          "schedule__max_epochs": 60,
+                          "affinity_embedding__schedule__max_epochs": 60,
                           "affinity_embedding__views": infi["affinity_embedding"].views,
                           "affinity_embedding__views__data_dir": None,
                           "affinity_embedding__max_samples": 70_000,
@@ -119,7 +125,8 @@ def test_flags_override_the_dataset_config():
     # passes of Siamese pairs, 18 SpectralNet epochs; bfloat16 hidden layers
     # where the hardware has the units.
     siamese = lean["affinity_embedding"]
-    assert (siamese.steps_per_epoch, siamese.max_epochs, lean["max_epochs"]) == (277, 60, 18)
+    assert ((siamese.schedule.steps_per_epoch, siamese.schedule.max_epochs,
+             lean["schedule"].max_epochs) == (277, 60, 18))
     assert lean["dtype_policy"] == siamese.dtype_policy == "auto"
 
 

@@ -10,13 +10,13 @@ import scipy.linalg
 import scipy.sparse as sp
 from sklearn.datasets import make_blobs
 
-from spectralnet_tf import SpectralNet
+from spectralnet_tf import Schedule, SpectralNet
 
 from spectralnet_tf.selection import (EigengapCriterion, UnsupervisedSearch, correlation,
                                       relative_eigengap, split_stability)
 from spectralnet_tf.spectral import laplacian_matrix
 
-FAST = dict(hidden_units=(32,), max_epochs=2, steps_per_epoch=5, batch_size=128)
+FAST = dict(hidden_units=(32,), schedule=Schedule(max_epochs=2, steps_per_epoch=5), batch_size=128)
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,8 @@ def blobs():
 def lr_search(blobs):
     x, y = blobs
     return UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0, **FAST),
-                              {"learning_rate": [1e-4, 1e-3, 1e-2]}).fit(x, report_labels=y)
+                              {"schedule__learning_rate": [1e-4, 1e-3, 1e-2]}).fit(
+                                  x, report_labels=y)
 
 
 def test_the_choice_is_the_lowest_validation_loss_and_its_fitted_estimator(lr_search):
@@ -37,16 +38,18 @@ def test_the_choice_is_the_lowest_validation_loss_and_its_fitted_estimator(lr_se
     assert lr_search.best_index_ == int(np.argmin(losses))
     assert lr_search.best_score_ == -min(losses)
     best = lr_search.best_estimator_
-    assert best.learning_rate == lr_search.best_params_["learning_rate"]
+    assert best.schedule.learning_rate == lr_search.best_params_["schedule__learning_rate"]
     assert best.history_["val_loss"][-1] == min(losses)
-    assert [t["params"] for t in lr_search.trials_] == [{"learning_rate": v} for v in (1e-4, 1e-3, 1e-2)]
+    assert [t["params"] for t in lr_search.trials_] == [{"schedule__learning_rate": v}
+                                                        for v in (1e-4, 1e-3, 1e-2)]
 
 
 def test_labels_are_recorded_but_never_change_the_choice(blobs, lr_search):
     x, y = blobs
     wrong = np.random.default_rng(1).permutation(y)
     other = UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0, **FAST),
-                               {"learning_rate": [1e-4, 1e-3, 1e-2]}).fit(x, report_labels=wrong)
+                               {"schedule__learning_rate": [1e-4, 1e-3, 1e-2]}).fit(
+                                   x, report_labels=wrong)
     assert other.best_params_ == lr_search.best_params_
     assert [t["val_loss"] for t in other.trials_] == [t["val_loss"] for t in lr_search.trials_]
     assert [t["acc"] for t in other.trials_] != [t["acc"] for t in lr_search.trials_]
@@ -65,7 +68,7 @@ def test_settings_that_do_not_touch_the_hold_out_give_the_same_validation_loss(b
     # patience cannot act within 2 epochs: the trials are the same run, so the
     # hold-out, its affinity and the weights are shared, and so is the loss.
     search = UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0, **FAST),
-                                {"patience": [10, 20]}).fit(blobs[0])
+                                {"schedule__patience": [10, 20]}).fit(blobs[0])
     first, second = (t["val_loss"] for t in search.trials_)
     assert first == second and search.best_index_ == 0
 
@@ -98,10 +101,12 @@ def test_a_graph_in_more_than_k_pieces_has_no_eigengap():
      "criterion='val_loss' compares the validation loss of trials that share the affinity, "
      "the loss and the hold-out, but the search varies ['affinity__n_nbrs']"),
     ({"random_state": [0, 1]}, "eigengap", "param_grid must not vary 'random_state'"),
-    ({"learning_rate": [1e-3]}, "loss", "criterion must be one of ['eigengap', 'val_loss']"),
+    ({"schedule__learning_rate": [1e-3]}, "loss",
+     "criterion must be one of ['eigengap', 'val_loss']"),
     ({"gradient": ["plain", "projected"]}, "val_loss", "but the search varies ['gradient']"),
-    ({"affinity__n_nbrs": [5, 10], "learning_rate": [1e-3, 1e-2]}, "eigengap",
-     "criterion='eigengap' scores the affinity alone, so it cannot choose ['learning_rate']"),
+    ({"affinity__n_nbrs": [5, 10], "schedule__learning_rate": [1e-3, 1e-2]}, "eigengap",
+     "criterion='eigengap' scores the affinity alone, so it cannot choose "
+     "['schedule__learning_rate']"),
 ])
 def test_bad_searches_are_refused_before_any_fit(blobs, grid, criterion, message):
     search = UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0, **FAST), grid,
@@ -113,16 +118,17 @@ def test_bad_searches_are_refused_before_any_fit(blobs, grid, criterion, message
 
 def test_the_hold_out_must_be_fixed(blobs):
     with pytest.raises(ValueError, match="estimator.random_state must be an int, .* got random_state=None"):
-        UnsupervisedSearch(SpectralNet(n_clusters=3), {"learning_rate": [1e-3]}).fit(blobs[0])
+        UnsupervisedSearch(SpectralNet(n_clusters=3),
+                           {"schedule__learning_rate": [1e-3]}).fit(blobs[0])
     with pytest.raises(ValueError, match="n_iter must be None or an int >= 1, got n_iter=0"):
-        UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0), {"learning_rate": [1e-3]},
-                           n_iter=0).fit(blobs[0])
+        UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0),
+                           {"schedule__learning_rate": [1e-3]}, n_iter=0).fit(blobs[0])
 
 
 def test_val_loss_refuses_a_siamese_net_trained_per_trial(blobs):
     search = UnsupervisedSearch(
         SpectralNet(n_clusters=3, random_state=0, affinity_embedding="siamese", **FAST),
-        {"learning_rate": [1e-3, 1e-2]})
+        {"schedule__learning_rate": [1e-3, 1e-2]})
     with pytest.raises(ValueError, match="affinity_embedding='siamese' trains a new Siamese net "
                                          "in each; train one"):
         search.fit(blobs[0])
@@ -130,7 +136,8 @@ def test_val_loss_refuses_a_siamese_net_trained_per_trial(blobs):
 
 def test_a_single_value_is_not_a_varied_parameter(blobs):
     search = UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0, **FAST),
-                                {"affinity__n_nbrs": [10], "learning_rate": [1e-3, 1e-2]}).fit(blobs[0])
+                                {"affinity__n_nbrs": [10],
+                                 "schedule__learning_rate": [1e-3, 1e-2]}).fit(blobs[0])
     assert len(search.trials_) == 2
 
 
@@ -138,16 +145,16 @@ def test_a_diverged_trial_is_recorded_and_not_chosen(blobs, monkeypatch):
     real_fit = SpectralNet.fit
 
     def fit(self, X, *args, **kwargs):
-        if self.learning_rate == 1e-2:
+        if self.schedule.learning_rate == 1e-2:
             raise FloatingPointError("SpectralNet failed in epoch 1: NaN")
         return real_fit(self, X, *args, **kwargs)
 
     monkeypatch.setattr(SpectralNet, "fit", fit)
     search = UnsupervisedSearch(SpectralNet(n_clusters=3, random_state=0, **FAST),
-                                {"learning_rate": [1e-2, 1e-3]}).fit(blobs[0])
+                                {"schedule__learning_rate": [1e-2, 1e-3]}).fit(blobs[0])
     failed, done = search.trials_
     assert failed["score"] == float("-inf") and "epoch 1: NaN" in failed["error"]
-    assert search.best_index_ == 1 and search.best_params_ == {"learning_rate": 1e-3}
+    assert search.best_index_ == 1 and search.best_params_ == {"schedule__learning_rate": 1e-3}
 
 
 @pytest.mark.slow
@@ -156,10 +163,10 @@ def test_the_script_records_and_renders_a_search(load_script, monkeypatch, tmp_p
     from harness import records
 
     monkeypatch.setattr(records, "RESULTS", str(tmp_path / "benchmarks" / "results"))
-    monkeypatch.setitem(selection.GRIDS, "net", {"learning_rate": [1e-3, 1e-2]})
+    monkeypatch.setitem(selection.GRIDS, "net", {"schedule__learning_rate": [1e-3, 1e-2]})
     from harness import configs
-    monkeypatch.setitem(configs.CONFIGS, "digits", {"hidden_units": (32,), "max_epochs": 1,
-                                                    "steps_per_epoch": 3})
+    monkeypatch.setitem(configs.CONFIGS, "digits", {
+        "hidden_units": (32,), "schedule": Schedule(max_epochs=1, steps_per_epoch=3)})
     record = selection.main(["digits", "--grid", "net"])
     [path] = (tmp_path / "benchmarks" / "results").glob("*-selection-select-digits-net.json")
     saved = json.loads(path.read_text())

@@ -191,13 +191,14 @@ def test_grid_fits_each_trial_and_sets_it_against_the_references(tmp_path, capsy
     from harness.semisup import harmonic_acc, rings_and_labels, supervised_acc
 
     semisup.main(["grid", "--n", "300", "--settings", "1.5/0.1", "--seeds", "0",
-                  "--fraction", "0.1", "--params", '{"hidden_units": [16], "max_epochs": 2}',
+                  "--fraction", "0.1",
+                  "--params", '{"hidden_units": [16], "schedule__max_epochs": 2}',
                   "--tag", "t", "--results", str(tmp_path)])
     (path,) = tmp_path.glob("*-semisup-t.json")
     record = json.loads(path.read_text())
     (trial,) = record["trials"]
     assert record["kind"] == "grid" and set(record["bayes"]) == {"1.5/0.1"}
-    assert record["params"] == {"hidden_units": [16], "max_epochs": 2}
+    assert record["params"] == {"hidden_units": [16], "schedule__max_epochs": 2}
     assert trial["epochs"] == 2 and 0.5 <= trial["acc"] <= 1.0
     x, y, known = rings_and_labels(300, 1.5, 0.1, 0, 0.1)
     assert trial["labeled"] == (known >= 0).sum()

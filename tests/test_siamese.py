@@ -1,8 +1,17 @@
 import numpy as np
+from sklearn.base import BaseEstimator
 
+from spectralnet_tf import Schedule
 from spectralnet_tf.losses import contrastive_loss
 from spectralnet_tf.neighbors import ExactNeighbors
 from spectralnet_tf.siamese import build_siamese, make_pairs, train_siamese
+
+
+def _comparable(params):
+    """``get_params`` with each part (an estimator object, equal to another
+    only if the same object) as its class and its own parameters."""
+    return {key: (type(value), _comparable(value.get_params()))
+            if isinstance(value, BaseEstimator) else value for key, value in params.items()}
 
 
 def _blobs(seed=0):
@@ -32,7 +41,8 @@ def test_siamese_training_lowers_the_loss_and_separates_pairs():
         return float(contrastive_loss(net(x[first]), net(x[second]), positive))
 
     before = loss()
-    train_siamese(net, x, pairs, batch_size=64, epochs=8, seed=0, verbose=0)
+    train_siamese(net, x, pairs, batch_size=64, schedule=Schedule(max_epochs=8, tol=0.0), seed=0,
+                  verbose=0)
     assert loss() < before
     z = net.predict(x, verbose=0)
     d = np.linalg.norm(z[first] - z[second], axis=1)
@@ -103,13 +113,15 @@ def test_a_step_budget_trains_on_random_pairs_and_caps_the_validation_pairs(monk
                         lambda z1, z2, pos: seen.append(int(z1.shape[0])) or real(z1, z2, pos))
     net = build_siamese(2, hidden_units=(32, 8), seed=0)
     before = float(real(net(x[first]), net(x[second]), positive))
-    history = train_siamese(net, x, pairs, batch_size=64, epochs=6, steps_per_epoch=5, seed=0,
+    history = train_siamese(net, x, pairs, batch_size=64,
+                            schedule=Schedule(max_epochs=6, steps_per_epoch=5, tol=0.0), seed=0,
                             verbose=0)
     assert len(history["loss"]) == 6
     assert float(real(net(x[first]), net(x[second]), positive)) < before
     assert 16 in seen and max(seen) <= 64  # training batches of 64, validation on 16 pairs
     twin = build_siamese(2, hidden_units=(32, 8), seed=0)
-    train_siamese(twin, x, pairs, batch_size=64, epochs=6, steps_per_epoch=5, seed=0, verbose=0)
+    train_siamese(twin, x, pairs, batch_size=64,
+                  schedule=Schedule(max_epochs=6, steps_per_epoch=5, tol=0.0), seed=0, verbose=0)
     for a, b in zip(net.get_weights(), twin.get_weights()):
         np.testing.assert_array_equal(a, b)
 
@@ -146,13 +158,17 @@ def test_siamese_embedding_fits_the_same_net_as_fit_siamese_and_embeds_with_it()
     from spectralnet_tf.siamese import SiameseEmbedding, fit_siamese
 
     x, _ = _blobs()
-    emb = SiameseEmbedding(hidden_units=(16, 4), n_nbrs=3, batch_size=64, max_epochs=2,
-                           steps_per_epoch=3, patience=4, neighbors="exact")
-    assert clone(emb).get_params() == emb.get_params()
+    emb = SiameseEmbedding(hidden_units=(16, 4), n_nbrs=3, batch_size=64,
+                           schedule=Schedule(max_epochs=2, steps_per_epoch=3, patience=4, tol=0.0),
+                           neighbors="exact")
+    assert type(clone(emb).schedule) is Schedule
+    assert _comparable(clone(emb).get_params()) == _comparable(emb.get_params())
     fitted = clone(emb).fit(x, seed=1)
     assert not hasattr(emb, "model_")  # the copy was fitted, not emb
-    net, history = fit_siamese(x, hidden_units=(16, 4), n_nbrs=3, batch_size=64, max_epochs=2,
-                               steps_per_epoch=3, patience=4, neighbors="exact", seed=1)
+    net, history = fit_siamese(
+        x, hidden_units=(16, 4), n_nbrs=3, batch_size=64,
+        schedule=Schedule(max_epochs=2, steps_per_epoch=3, patience=4, tol=0.0),
+        neighbors="exact", seed=1)
     assert fitted.history_["loss"] == history["loss"]
     for mine, theirs in zip(fitted.model_.get_weights(), net.get_weights()):
         np.testing.assert_array_equal(mine, theirs)
@@ -171,7 +187,9 @@ def test_siamese_embedding_names_a_bad_parameter():
         (dict(hidden_units=()), r"hidden_units=\(\)"),
         (dict(output_activation="sigmoid"), r"output_activation must be one of .*'sigmoid'"),
         (dict(positives_per_point=0), r"positives_per_point=0"),
-        (dict(learning_rate=0), r"learning_rate must be a finite number > 0, got learning_rate=0"),
+        (dict(schedule=Schedule(learning_rate=0)),
+         r"schedule=Schedule\(learning_rate=0\): learning_rate must be a finite number > 0, "
+         r"got learning_rate=0"),
         (dict(neighbors="faiss"), r"neighbors must be one of .*got neighbors='faiss'"),
         (dict(dtype_policy="bfloat16"), r"dtype_policy must be one of .*'bfloat16'"),
         (dict(max_samples=1), r"max_samples must be None or an integer >= 2, got max_samples=1"),
@@ -229,10 +247,10 @@ def test_max_samples_fits_the_net_of_the_drawn_rows_and_their_views():
     labels = np.where(np.arange(len(x)) % 10 == 0, y, -1)
     groups = np.arange(len(x)) % 7
     view = IndexView()
-    emb = SiameseEmbedding(hidden_units=(16, 4), n_nbrs=3, batch_size=64, max_epochs=2,
-                           steps_per_epoch=3, neighbors="exact", views=view, n_views=2,
-                           max_samples=120)
-    given_params = clone(emb).get_params()
+    emb = SiameseEmbedding(hidden_units=(16, 4), n_nbrs=3, batch_size=64,
+                           schedule=Schedule(max_epochs=2, steps_per_epoch=3, tol=0.0),
+                           neighbors="exact", views=view, n_views=2, max_samples=120)
+    given_params = clone(emb).get_params(deep=False)
     drawn = emb.fit(x, labels=labels, groups=groups, seed=1)  # view: not a copy
     rows = emb.sample_rows(len(x), seed=1)
     # Views are made for the drawn rows only, by their row numbers in x.
@@ -259,8 +277,9 @@ def test_pair_building_with_max_samples_searches_the_same_set_at_two_sizes():
     for n in (1000, 4000):
         x = np.random.default_rng(n).normal(size=(n, 3)).astype(np.float32)
         backend, view = CountingNeighbors(), IndexView()
-        emb = SiameseEmbedding(hidden_units=(8, 2), n_nbrs=2, batch_size=32, max_epochs=1,
-                               steps_per_epoch=1, neighbors=backend, views=view,
+        emb = SiameseEmbedding(hidden_units=(8, 2), n_nbrs=2, batch_size=32,
+                               schedule=Schedule(max_epochs=1, steps_per_epoch=1, tol=0.0),
+                               neighbors=backend, views=view,
                                max_samples=500).fit(x, seed=0)
         work[n] = (backend.searched, sum(len(i) for i in view.index))
         assert emb.model_ is not None
@@ -272,11 +291,11 @@ def test_spectralnet_builds_the_siamese_pairs_on_max_samples_training_points():
     from spectralnet_tf.siamese import SiameseEmbedding
 
     x, _ = _blobs()
-    emb = SiameseEmbedding(hidden_units=(8, 2), n_nbrs=2, batch_size=32, max_epochs=1,
-                           steps_per_epoch=2, neighbors=CountingNeighbors(), views=IndexView(),
-                           max_samples=100)
-    net = SpectralNet(n_clusters=3, hidden_units=(16,), max_epochs=1, affinity_embedding=emb,
-                      random_state=0).fit(x)
+    emb = SiameseEmbedding(hidden_units=(8, 2), n_nbrs=2, batch_size=32,
+                           schedule=Schedule(max_epochs=1, steps_per_epoch=2, tol=0.0),
+                           neighbors=CountingNeighbors(), views=IndexView(), max_samples=100)
+    net = SpectralNet(n_clusters=3, hidden_units=(16,), schedule=Schedule(max_epochs=1),
+                      affinity_embedding=emb, random_state=0).fit(x)
     fitted = net.affinity_embedding_
     assert fitted.neighbors.searched == [100]
     index = np.concatenate(fitted.views.index)

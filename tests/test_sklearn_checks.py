@@ -4,7 +4,7 @@ configuration of SpectralNet."""
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from spectralnet_tf import GaussianKNNAffinity, SpectralNet
+from spectralnet_tf import GaussianKNNAffinity, Schedule, SpectralNet
 
 #: Checks that cannot pass, with the reason.
 EXPECTED_FAILED_CHECKS = {
@@ -18,7 +18,7 @@ EXPECTED_FAILED_CHECKS = {
 
 @pytest.mark.slow
 @parametrize_with_checks(
-    [SpectralNet(hidden_units=(16,), max_epochs=2, steps_per_epoch=5,
+    [SpectralNet(hidden_units=(16,), schedule=Schedule(max_epochs=2, steps_per_epoch=5),
                  affinity=GaussianKNNAffinity(n_nbrs=2, scale_nbr=1), random_state=0)],
     expected_failed_checks=lambda estimator: EXPECTED_FAILED_CHECKS,
 )

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from spectralnet_tf import SpectralNet
+from spectralnet_tf import Schedule, SpectralNet
 from spectralnet_tf.streaming import Rows, dataset_batches, is_lazy, map_batches, row_batches
 
 
@@ -85,7 +85,8 @@ def test_fit_with_an_encoder_streams_the_hdf5_rows(tmp_path):
     ds = _h5(tmp_path, x)
     encoder = keras.Sequential([keras.Input((6,)), keras.layers.Dense(
         3, kernel_initializer=keras.initializers.GlorotUniform(seed=0))])
-    params = dict(hidden_units=(16,), max_epochs=3, batch_size=64, random_state=0, encoder=encoder)
+    params = dict(hidden_units=(16,), schedule=Schedule(max_epochs=3), batch_size=64,
+                  random_state=0, encoder=encoder)
     on_disk = SpectralNet(2, **params).fit(ds)
     in_memory = SpectralNet(2, **params).fit(x)
     np.testing.assert_allclose(on_disk.embedding_, in_memory.embedding_, rtol=1e-5, atol=1e-5)
@@ -121,7 +122,8 @@ def test_fit_encodes_x_once_and_keeps_the_codes(tmp_path):
     dense = keras.layers.Dense(3, kernel_initializer=keras.initializers.GlorotUniform(seed=0))
     encoder = keras.Sequential([keras.Input((6,)), dense, count])
     count.rows.assign(0)
-    params = dict(hidden_units=(16,), max_epochs=2, batch_size=64, random_state=0)
+    params = dict(hidden_units=(16,), schedule=Schedule(max_epochs=2), batch_size=64,
+                  random_state=0)
     net = SpectralNet(2, encoder=encoder, **params).fit(_h5(tmp_path, x))
     assert int(count.rows.numpy()) == len(x)
     np.testing.assert_allclose(net.codes_, dense(x).numpy(), rtol=1e-6, atol=1e-6)
@@ -138,7 +140,8 @@ def test_a_tf_data_dataset_fits_transforms_and_predicts_as_the_same_rows_in_an_a
     from spectralnet_tf.datasets import blobs
 
     x, y = blobs(300, 3, seed=0)
-    params = dict(hidden_units=(16,), max_epochs=3, steps_per_epoch=5, random_state=0)
+    params = dict(hidden_units=(16,), schedule=Schedule(max_epochs=3, steps_per_epoch=5),
+                  random_state=0)
     ref = SpectralNet(3, **params).fit(x)
     for ds in (tf.data.Dataset.from_tensor_slices(x),
                tf.data.Dataset.from_tensor_slices(x).batch(64),
@@ -174,8 +177,8 @@ def test_a_dataset_goes_through_an_encoder_streamed_as_an_hdf5_file_would(monkey
 
     x, _ = blobs(300, 3, seed=0)
     encoder = keras.Sequential([keras.Input((2,)), keras.layers.Dense(4, name="code")])
-    params = dict(hidden_units=(16,), max_epochs=3, steps_per_epoch=5, random_state=0,
-                  encoder=encoder)
+    params = dict(hidden_units=(16,), schedule=Schedule(max_epochs=3, steps_per_epoch=5),
+                  random_state=0, encoder=encoder)
     ref = SpectralNet(3, **params).fit(x)
     monkeypatch.setattr(estimator, "dataset_rows", None)  # stacking in memory would fail
     net = SpectralNet(3, **params).fit(tf.data.Dataset.from_tensor_slices(x).batch(64))

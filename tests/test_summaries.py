@@ -6,7 +6,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.util.tensor_util import make_ndarray
 
-from spectralnet_tf import SiameseEmbedding, SpectralNet
+from spectralnet_tf import Schedule, SiameseEmbedding, SpectralNet
 from spectralnet_tf.datasets import blobs
 
 
@@ -20,9 +20,11 @@ def _scalars(folder):
 
 def test_event_files_hold_every_curve_once_per_epoch(tmp_path):
     x, _ = blobs(400, 2, seed=0)
-    siamese = SiameseEmbedding(hidden_units=(16, 4), max_epochs=3, steps_per_epoch=4)
-    net = SpectralNet(2, hidden_units=(16,), max_epochs=4, steps_per_epoch=5, init="random",
-                      affinity_embedding=siamese, log_dir=tmp_path, random_state=0)
+    siamese = SiameseEmbedding(hidden_units=(16, 4),
+                               schedule=Schedule(max_epochs=3, steps_per_epoch=4, tol=0.0))
+    net = SpectralNet(2, hidden_units=(16,), schedule=Schedule(max_epochs=4, steps_per_epoch=5),
+                      init="random", affinity_embedding=siamese, log_dir=tmp_path,
+                      random_state=0)
     net.fit(x, eigvecs=np.linalg.qr(np.random.default_rng(0).normal(size=(400, 2)))[0])
     spectral = _scalars(tmp_path / "spectralnet")
     epochs = len(net.history_["loss"])

@@ -149,10 +149,10 @@ def test_spectral_init_starts_near_the_minimum_and_is_recorded():
     # A local scale: with the global one (the median 3rd-neighbour distance)
     # a few outliers hang on by affinities of ~1e-9, and the graph's smallest
     # eigenvectors pick them out instead of the blobs.
-    from spectralnet_tf import GaussianKNNAffinity
+    from spectralnet_tf import GaussianKNNAffinity, Schedule
 
-    kw = dict(hidden_units=(64, 64), affinity=GaussianKNNAffinity(scale="local"), max_epochs=1,
-              steps_per_epoch=1, random_state=0)
+    kw = dict(hidden_units=(64, 64), affinity=GaussianKNNAffinity(scale="local"),
+              schedule=Schedule(max_epochs=1, steps_per_epoch=1), random_state=0)
     warm = SpectralNet(3, init="spectral", **kw).fit(x)
     cold = SpectralNet(3, init="random", **kw).fit(x)
     assert warm.history_["init_grassmann"] < 0.1

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from spectralnet_tf import Schedule
 from spectralnet_tf.siamese import SiameseEmbedding, make_pairs
 from spectralnet_tf.streaming import LazyRows
 from spectralnet_tf.views import Shift, ViewRows, make_view, row_uniforms, view_seeds
@@ -198,14 +199,15 @@ def test_views_go_through_the_encoder_in_a_fit():
     encoder = keras.Sequential([keras.Input((SIDE * SIDE,)), keras.layers.Dense(
         6, kernel_initializer=keras.initializers.GlorotUniform(seed=0))])
     emb = SiameseEmbedding(hidden_units=(16, 4), n_nbrs=0, views=mirror, n_views=2,
-                           max_epochs=2)
+                           schedule=Schedule(max_epochs=2, tol=0.0))
     rows = np.random.default_rng(0).permutation(300)[30:]
     coords = emb.view_coordinates(x, seed=0, encode=encoder, rows=rows)
     expected = np.asarray(encoder(mirror(x[rows], rows, 0)))
     for v in range(2):
         np.testing.assert_allclose(coords[v], expected, rtol=1e-5, atol=1e-6)
-    net = SpectralNet(n_clusters=3, encoder=encoder, hidden_units=(16,), max_epochs=2,
-                      affinity_embedding=emb, random_state=0).fit(x)
+    net = SpectralNet(n_clusters=3, encoder=encoder, hidden_units=(16,),
+                      schedule=Schedule(max_epochs=2), affinity_embedding=emb,
+                      random_state=0).fit(x)
     assert net.siamese_history_["view_seconds"] > 0
     assert net.affinity_embedding_.resolved_n_views() == 2
     assert emb.get_params()["views"] is mirror and not hasattr(emb, "model_")  # a copy fitted
@@ -221,8 +223,9 @@ def test_views_save_by_class_and_parameters_and_a_custom_one_is_refused(tmp_path
     x = np.random.default_rng(0).uniform(size=(200, 16)).astype(np.float32)  # 4x4 images
 
     def fitted(views):
-        emb = SiameseEmbedding(hidden_units=(8, 3), n_nbrs=1, views=views, max_epochs=1)
-        return SpectralNet(2, hidden_units=(8,), max_epochs=1, steps_per_epoch=2,
+        emb = SiameseEmbedding(hidden_units=(8, 3), n_nbrs=1, views=views,
+                               schedule=Schedule(max_epochs=1, tol=0.0))
+        return SpectralNet(2, hidden_units=(8,), schedule=Schedule(max_epochs=1, steps_per_epoch=2),
                            affinity_embedding=emb, random_state=0).fit(x)
 
     path = fitted(Shift(max_shift=1)).save(str(tmp_path / "shift"))
