@@ -1,12 +1,14 @@
 """The experiment harness of spectralnet-tf: the paper reproduction
-(``reproduce``, ``configs``, and ``rundir``, its claimed and resumable run
-directories), benchmark records (``records``) and the report that renders
-them into BENCHMARKS.md (``report``, with ``current``: the shipped command behind each
-"Current figures" row), and the research commands (``bench``,
-``distributed``, ``semisup``, ``saddle``, ``preset``, ``selection``, ``vc``
-with the paper's VC construction in ``vc_construction``, ``sweep``,
-``ablations``, ``pretrain_ae``). Each command's entry point is
-``scripts/NAME.py``."""
+(``reproduce``; its flags and config in ``runconfig`` and ``configs``;
+``rundir``, its claimed and resumable run directories), benchmark records
+(``records``) and the report that renders them into BENCHMARKS.md
+(``report``, with ``current``: the shipped command behind each "Current
+figures" row), and the research commands (``bench`` with ``bench_scale``,
+the development suite ``suite`` with its data sets in ``suite_sets``,
+``defaults``, ``distributed``, ``semisup``, ``saddle``, ``preset``,
+``selection``, ``vc`` with the paper's VC construction in
+``vc_construction``, ``sweep``, ``ablations``, ``pretrain_ae``). Each
+command's entry point is ``scripts/NAME.py``."""
 
 import os
 

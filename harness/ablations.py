@@ -18,9 +18,9 @@ import sys
 import keras
 from sklearn.neighbors import KNeighborsClassifier
 
-from .bench import append
+from .records import append
 from .records import ROOT, note_start
-from .reproduce import AE_ALL
+from .runconfig import AE_ALL
 from spectralnet_tf.affinity import GaussianKNNAffinity
 from spectralnet_tf.autoencoder import load_encoder
 from spectralnet_tf.datasets import MNIST_N_TRAIN, load_dataset

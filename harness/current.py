@@ -165,15 +165,15 @@ def entry_records(entry):
 def shipped_config(argv, n_clusters=DIGITS):
     """The config ``run.py ARGV`` resolves to today, as its results.json
     would record it, without loading data or training: the SpectralNet that
-    ``reproduce.build_config`` makes, through ``reproduce.record_params``,
+    ``runconfig.build_config`` makes, through ``reproduce.record_params``,
     with the name of the encoder file the job would load (None in input
     space). Run-specific keys (``RUN_KEYS``) are left out."""
     from spectralnet_tf.estimator import SpectralNet
 
-    from . import reproduce
+    from . import reproduce, runconfig
 
-    args = reproduce.parse_args(argv)
-    net = SpectralNet(n_clusters, random_state=args.seed, **reproduce.build_config(args))
+    args = runconfig.parse_args(argv)
+    net = SpectralNet(n_clusters, random_state=args.seed, **runconfig.build_config(args))
     params = reproduce.record_params(net)
     space = args.space or ("code" if args.dset in reproduce.CODE_SPACE else "input")
     params["encoder"] = (os.path.basename(args.ae_weights or reproduce.default_ae(args))

@@ -11,7 +11,7 @@ The rule, fixed before any figure of it:
    clustering of the graph a default fit's minibatches sample
    (``Affinity.for_full_data`` of all points; its eigenvectors' rows scaled
    to unit length and clustered by k-means, as ``fit`` clusters the net's),
-   on every point set of the development suite (``suite.DEFAULT_SETS``
+   on every point set of the development suite (``suite_sets.DEFAULT_SETS``
    less the block model, whose graph is given), seeds 0-2. The two
    candidates of best mean ACC over those sets go to stage 2 (exact SC
    stands for the net here: a fit approximates the eigenvectors of its
@@ -41,7 +41,7 @@ import time
 import numpy as np
 
 from .records import matmul_rate, note_start, save_record
-from . import suite
+from . import suite, suite_sets
 
 #: Stage 1's candidates: the Gaussian kNN graph's scale ("global": one, the
 #: median distance to the scale_nbr-th neighbour; "local": each point's
@@ -94,12 +94,12 @@ def exact_acc(s, seed, candidate):
 
 
 def cmd_graphs(args, command):
-    point_sets = [name for name in suite.DEFAULT_SETS if name != "sbm"]
+    point_sets = [name for name in suite_sets.DEFAULT_SETS if name != "sbm"]
     rows = []
     for i, candidate in enumerate(GRAPH_CANDIDATES):
         for name in point_sets:
             for seed in args.seeds:
-                s = suite.SETS[name][0](seed=seed)
+                s = suite_sets.SETS[name][0](seed=seed)
                 start = time.perf_counter()
                 a, n = exact_acc(s, seed, candidate)
                 rows.append({"candidate": i, **candidate, "set": name, "seed": seed, "acc": a,
@@ -150,11 +150,11 @@ def cmd_fits(args, command):
     candidates = [{**g, **f} for g in graphs for f in json.loads(args.fits)]
     rows = []
     for i, candidate in enumerate(candidates):
-        for name in args.sets or suite.DEFAULT_SETS:
-            data_maker = suite.SETS[name][0]
+        for name in args.sets or suite_sets.DEFAULT_SETS:
+            data_maker = suite_sets.SETS[name][0]
             for seed in args.seeds:
                 data = data_maker(seed=seed)
-                graph = isinstance(data, suite.GraphSet)
+                graph = isinstance(data, suite_sets.GraphSet)
                 params = fit_params(candidate, graph)
                 with constants(candidate):
                     row = suite.run_one(name, "ours", data, seed, params)

@@ -181,3 +181,21 @@ def record_heading(record):
     """A record's first line: its command, commit, date and machine."""
     return (f"`{record['command']}`, commit {record['commit']}, {record['date']}, "
             f"{record['machine']}")
+
+
+def rows_table(record):
+    """Markdown of a "rows" record: its title's table."""
+    lines = ["| " + " | ".join(record["header"]) + " |", "|" + " --- |" * len(record["header"])]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |"
+                              for row in record["rows"]])
+
+
+def append(title, header, rows, command, extra=None):
+    """Print the table and keep it as a record in ``benchmarks/results/``
+    (kind "rows", with ``extra``'s keys beside); ``bench.py report`` puts
+    records into BENCHMARKS.md."""
+    tag = f"{command.split()[2]}-{datetime.datetime.now():%H%M%S}"  # e.g. "matmul-101502"
+    save_record(tag, {"kind": "rows", "title": title, "header": list(header),
+                      "rows": [[str(c) for c in row] for row in rows], **(extra or {})},
+                group="bench")
+    print(rows_table({"title": title, "header": header, "rows": rows}))

@@ -21,15 +21,8 @@ import numpy as np
 from spectralnet_tf.atomic import atomic_file
 
 from . import current, distributed, preset, saddle, selection, semisup, vc
-from .records import (RESULTS, ROOT, load_record, record_heading, run_param,
+from .records import (RESULTS, ROOT, load_record, record_heading, rows_table, run_param,
                       seconds_without_references)
-
-def rows_table(record):
-    """Markdown of a "rows" record: its title's table."""
-    lines = ["| " + " | ".join(record["header"]) + " |", "|" + " --- |" * len(record["header"])]
-    return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |"
-                              for row in record["rows"]])
-
 
 #: ``<!-- report: RENDERER GLOB [GLOB ...] -->`` ... ``<!-- /report -->``:
 #: ``report`` replaces what lies between with the records' tables.

@@ -45,7 +45,8 @@ def restore(run_dir, phases, work, **params):
     from spectralnet_tf.datasets import load_dataset
 
     from . import infimnist
-    from .reproduce import build_config, default_ae, parse_args
+    from .reproduce import default_ae
+    from .runconfig import build_config, parse_args
 
     with open(os.path.join(run_dir, "args.json")) as f:
         args = parse_args(json.load(f))

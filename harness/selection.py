@@ -60,7 +60,7 @@ def mnist_setup(n, seed, grid):
 
     x, y = mnist()
     rows = np.sort(np.random.default_rng(seed).choice(len(y), n, replace=False))
-    from .reproduce import AE_ALL
+    from .runconfig import AE_ALL
 
     codes = map_rows(load_encoder(pretrained_path(AE_ALL)), x[rows])
     params = config_for("mnist")

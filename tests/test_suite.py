@@ -12,7 +12,7 @@ import pytest
 from sklearn.cluster import KMeans
 from sklearn.datasets import make_moons
 
-from harness import peers, suite
+from harness import peers, suite, suite_sets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKER = os.path.join(ROOT, "harness", "peer_worker.py")
@@ -28,8 +28,8 @@ DRAWN = ["blobs_outliers", "unequal", "noise_dims", "anisotropic", "moons_outlie
 
 @pytest.mark.parametrize("name,n,d,k,scored", SHAPES)
 def test_set_shape_classes_and_determinism(name, n, d, k, scored):
-    s = suite.SETS[name][0](seed=3)
-    again = suite.SETS[name][0](seed=3)
+    s = suite_sets.SETS[name][0](seed=3)
+    again = suite_sets.SETS[name][0](seed=3)
     assert s.x.dtype == np.float32 and s.x.shape == (n, d) and s.k == k
     assert int(s.scored.sum()) == scored and s.scored.shape == (n,)
     assert sorted(np.unique(s.y[s.scored])) == list(range(k))
@@ -37,30 +37,30 @@ def test_set_shape_classes_and_determinism(name, n, d, k, scored):
     np.testing.assert_array_equal(s.y, again.y)
     np.testing.assert_array_equal(s.scored, again.scored)
     if name in DRAWN:  # another seed, another draw
-        assert not np.array_equal(s.x, suite.SETS[name][0](seed=4).x)
+        assert not np.array_equal(s.x, suite_sets.SETS[name][0](seed=4).x)
 
 
 @pytest.mark.parametrize("name", ["iris", "wine", "breast_cancer"])
 def test_real_sets_are_standardised(name):
-    x = suite.SETS[name][0]().x
+    x = suite_sets.SETS[name][0]().x
     np.testing.assert_allclose(x.mean(axis=0), 0, atol=1e-5)
     np.testing.assert_allclose(x.std(axis=0), 1, atol=1e-4)
 
 
 def test_digits_are_as_they_are():
-    x = suite.digits().x
+    x = suite_sets.digits().x
     assert x.min() == 0 and x.max() == 16 and np.all(x == np.round(x))
 
 
 def test_unequal_sizes_and_spreads():
-    s = suite.unequal(seed=1)
+    s = suite_sets.unequal(seed=1)
     assert np.bincount(s.y).tolist() == [200, 600, 1200]
     spreads = [s.x[s.y == j].std(axis=0).mean() for j in range(3)]
     np.testing.assert_allclose(spreads, [0.5, 1.0, 2.0], rtol=0.1)
 
 
 def test_noise_dims_informative_and_noise_columns():
-    s = suite.noise_dims(seed=0)
+    s = suite_sets.noise_dims(seed=0)
     noise = s.x[:, 3:]
     np.testing.assert_allclose(noise.std(axis=0).mean(), 1.0, atol=0.03)
     # the 3 informative dimensions separate the blobs: k-means there is near perfect
@@ -72,7 +72,7 @@ def test_noise_dims_informative_and_noise_columns():
 
 @pytest.mark.parametrize("name", ["blobs_outliers", "moons_outliers"])
 def test_outlier_masks_leave_out_exactly_the_outliers(name):
-    s = suite.SETS[name][0](seed=2)
+    s = suite_sets.SETS[name][0](seed=2)
     outliers = ~s.scored
     assert outliers.sum() == 100 == round(0.05 * len(s.y))
     np.testing.assert_array_equal(outliers, s.y == -1)
@@ -87,8 +87,8 @@ def test_outlier_masks_leave_out_exactly_the_outliers(name):
 
 
 def test_sbm_blocks_split_and_graph():
-    g = suite.sbm(seed=0)
-    again = suite.sbm(seed=0)
+    g = suite_sets.sbm(seed=0)
+    again = suite_sets.sbm(seed=0)
     assert (g.graph != again.graph).nnz == 0
     np.testing.assert_array_equal(g.features, again.features)
     assert g.features.shape == (1200, 4) and g.k == 4
@@ -106,16 +106,16 @@ def test_sbm_blocks_split_and_graph():
     assert abs((~same).sum() / pairs_out - 0.005) < 0.001
     from spectralnet_tf import acc
 
-    assert 0.68 < acc(g.y, suite.bayes_rule(g, np.arange(1200))) < 0.77
+    assert 0.68 < acc(g.y, suite_sets.bayes_rule(g, np.arange(1200))) < 0.77
 
 
 def test_resolve_sets_groups_and_default():
-    assert "mnist" not in suite.DEFAULT_SETS and "sbm" in suite.DEFAULT_SETS
-    assert suite.resolve_sets(["traps", "iris", "anisotropic"]) == [
+    assert "mnist" not in suite_sets.DEFAULT_SETS and "sbm" in suite_sets.DEFAULT_SETS
+    assert suite_sets.resolve_sets(["traps", "iris", "anisotropic"]) == [
         "blobs_outliers", "unequal", "noise_dims", "anisotropic", "moons_outliers", "iris"]
-    assert suite.resolve_sets(["all"])[-1] == "mnist"
+    assert suite_sets.resolve_sets(["all"])[-1] == "mnist"
     with pytest.raises(ValueError, match="unknown set or group 'mnits'"):
-        suite.resolve_sets(["mnits"])
+        suite_sets.resolve_sets(["mnits"])
 
 
 def _row(name, method, seed, acc, nmi, seconds, error=None, held=None):
@@ -155,7 +155,7 @@ def test_run_one_scores_inliers_and_sizes_all_points():
     rng = np.random.default_rng(0)
     x = np.concatenate([rng.normal(size=(50, 2)), rng.normal(size=(50, 2)) + 20, [[10, 10]]])
     y = np.array([0] * 50 + [1] * 50 + [-1])
-    s = suite.SuiteSet(x.astype(np.float32), y, 2, y >= 0)
+    s = suite_sets.SuiteSet(x.astype(np.float32), y, 2, y >= 0)
     row = suite.run_one("planted", "kmeans", s, 0, {})
     assert row["error"] is None and (row["n"], row["scored"]) == (101, 100)
     assert row["acc"] == 1.0 and row["nmi"] == pytest.approx(1.0)
@@ -168,7 +168,7 @@ def test_run_one_keeps_a_failure_as_a_row(monkeypatch):
         raise RuntimeError("peer authors failed (exit 1):\nRuntimeError: linalg.qr")
 
     monkeypatch.setattr(suite, "run_point_method", fail)
-    row = suite.run_one("iris", "authors", suite.iris(), 0, {})
+    row = suite.run_one("iris", "authors", suite_sets.iris(), 0, {})
     assert row["acc"] is None and row["error"].startswith("RuntimeError: peer authors failed")
     assert suite.seed_cells(row)[-1].startswith("failed: RuntimeError")
 
