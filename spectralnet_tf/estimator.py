@@ -26,7 +26,7 @@ from .constraints import GroupConstraint, LabelConstraint, check_partial_labels
 from .export import export_saved_model, load_estimator, part_to_json, save_estimator
 from .groups import check_groups, group_means
 from .labelscores import label_coordinates
-from .initializers import INITIALIZERS
+from .initializers import INITIALIZERS, RandomInit, SpectralInit, make_initializer
 from .losses import LAPLACIANS
 from .metrics import label_permutation
 from .nclusters import Eigengap, FixedClusters
@@ -229,7 +229,7 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
     schedule : Schedule or None, default=None
         The learning rate and the stops (``Schedule``); None: ``Schedule()``,
         RMSprop from 1e-3, cut 10-fold on plateaus, stopped by convergence.
-    init : {"spectral", "random"}, default="spectral"
+    init : {"spectral", "random"}, SpectralInit or RandomInit, default="spectral"
         F_theta fitted first to the exact eigenvectors of a subsample's graph
         (``initializers.SpectralInit``), or Glorot weights (the paper's). The
         defaults of the graph, the Laplacian, the start, the stop and the
@@ -318,7 +318,7 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         "laplacian": [Options(*LAPLACIANS)],
         "batch_size": [None, _POSITIVE_INT],
         "schedule": [None, Schedule],
-        "init": [Options(*INITIALIZERS)],
+        "init": [Options(*INITIALIZERS), SpectralInit, RandomInit],
         "dtype_policy": [Options(*DTYPE_POLICIES)],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "label_weight": [Interval(numbers.Real, 0, None, closed="left")],
@@ -381,7 +381,8 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
 
     #: Parameters that hold a part (nested keys), and how each value makes one.
     _parts = {"affinity": make_affinity, "affinity_embedding": make_affinity_embedding,
-              "n_clusters": make_n_clusters, "schedule": make_schedule}
+              "n_clusters": make_n_clusters, "schedule": make_schedule,
+              "init": make_initializer}
 
     # ------------------------------------------------------------------ fit
     def make_affinity(self, embedding=None):
@@ -694,7 +695,7 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         if (labels[:n_train] >= 0).any():
             constraints.append(LabelConstraint(labels, n_train, self.label_weight,
                                                self.labeled_share))
-        initializer = INITIALIZERS[self.init]()
+        initializer = make_initializer(self.init)
         stops = plan.schedule.callbacks()
         callbacks = [*initializer.callbacks(stops["schedule"]), IterationCount()]
         if eigvecs is not None:

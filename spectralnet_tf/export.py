@@ -26,6 +26,7 @@ from .affinity import AFFINITIES, FullGaussianAffinity, GaussianKNNAffinity, Pre
 from .atomic import atomic_directory, atomic_file, publish
 from .centroids import centroid_distances, nearest_centroid
 from .nclusters import Eigengap
+from .initializers import RandomInit, SpectralInit
 from .schedule import Schedule
 from .siamese import SIAMESE_SCHEDULE, SiameseEmbedding
 from .views import Shift
@@ -185,7 +186,7 @@ def write_models_config(base_dir, serving_root=DEFAULT_SERVING_ROOT):
 #: The parts saved by class name and parameters (estimator.json, format 3 and later).
 PART_CLASSES = {cls.__name__: cls for cls in (GaussianKNNAffinity, FullGaussianAffinity,
                                              PrecomputedAffinity, SiameseEmbedding, Eigengap,
-                                             Shift, Schedule)}
+                                             Shift, Schedule, SpectralInit, RandomInit)}
 #: Format 2 (flat parameters): SpectralNet's siamese_* and neighbors, now
 #: SiameseEmbedding's; n_nbrs, scale_nbr, scale, now the affinity's.
 V2_SIAMESE = ("hidden_units", "output_activation", "n_nbrs", "positives_per_point", "batch_size",

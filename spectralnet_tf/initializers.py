@@ -11,15 +11,17 @@ import time
 import keras
 import numpy as np
 import tensorflow as tf
+from sklearn.base import BaseEstimator
 
 from . import distribute
 from .callbacks import Callback, repeat
 from .constraints import apply_all, subsample_rows
 from .metrics import grassmann
+from .parts import unfitted_copy
 from .sampling import sample_rows, subsample_size
 from .spectral import laplacian_eigenvectors
 
-class RandomInit:
+class RandomInit(BaseEstimator):
     """Glorot weights as built, as in the paper: nothing to do."""
 
     def start(self, setup, resuming=False):
@@ -32,7 +34,7 @@ class RandomInit:
         return []
 
 
-class SpectralInit:
+class SpectralInit(BaseEstimator):
     """Start F_theta near the minimum of the loss, not at a random point.
 
     Algorithm 1 from random weights can stop on a saddle: one output
@@ -148,6 +150,12 @@ class SpectralInit:
 
 #: ``SpectralNet(init=...)``'s names of the initializers.
 INITIALIZERS = {"random": RandomInit, "spectral": SpectralInit}
+
+
+def make_initializer(init):
+    """A new initializer from ``SpectralNet``'s ``init``: a name (the class
+    with its defaults) or a copy of an initializer object."""
+    return INITIALIZERS[init]() if isinstance(init, str) else unfitted_copy(init)
 
 
 def warm_up(optimizer, learning_rate, steps):

@@ -484,6 +484,18 @@ def test_the_saved_parameters_are_json_with_the_parts_by_class(tmp_path):
         "min_lr": 1e-08, "tol": 0.001}}
 
 
+def test_an_initializer_object_saves_and_loads_with_its_parameters(tmp_path):
+    from spectralnet_tf.initializers import SpectralInit
+
+    x, _, k = load_dataset("moons", n=300)
+    net = SpectralNet(k, hidden_units=(8,), random_state=0, init=SpectralInit(steps=60, rms=0.2),
+                      schedule=Schedule(max_epochs=1, steps_per_epoch=2)).fit(x)
+    loaded = SpectralNet.load(net.save(str(tmp_path / "s")))
+    assert type(loaded.init) is SpectralInit
+    assert loaded.init.get_params() == {**SpectralInit().get_params(), "steps": 60, "rms": 0.2}
+    np.testing.assert_array_equal(loaded.predict(x), net.predict(x))
+
+
 def test_a_format_5_save_loads_its_flat_schedules_into_schedule_parts(tmp_path):
     """Format 5 kept the schedules flat on SpectralNet and on the Siamese
     net: they load as ``Schedule`` parts of the same values (the Siamese

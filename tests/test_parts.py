@@ -82,6 +82,19 @@ def test_a_shared_schedule_is_copied_on_a_nested_key_not_changed():
     assert SpectralNet().set_params(schedule__patience=4).schedule.max_epochs == "auto"
 
 
+def test_an_initializer_object_is_a_part_copied_on_a_nested_key():
+    from spectralnet_tf.initializers import SpectralInit
+
+    start = SpectralInit(steps=60)
+    net = SpectralNet(init=start).set_params(init__max_distance=0.4)
+    assert (start.steps, start.max_distance) == (60, 0.5)
+    assert (net.init.steps, net.init.max_distance) == (60, 0.4)
+    assert SpectralNet().set_params(init__steps=40).init.get_params()["steps"] == 40
+    with pytest.raises(ValueError, match=r"^init must be one of \('random', 'spectral'\), a "
+                                         r"SpectralInit or a RandomInit, got init='warm'\.$"):
+        SpectralNet(init="warm").plan(100, 2)
+
+
 def test_the_schedule_resolves_its_budget_and_makes_its_stops():
     assert Schedule().budget(61) == (61, auto_max_epochs(61))
     assert Schedule(max_epochs=7, steps_per_epoch=5).budget(61) == (5, 7)
