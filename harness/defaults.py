@@ -2,6 +2,7 @@
 
     python scripts/bench.py defaults graphs             # stage 1: each candidate graph, exactly
     python scripts/bench.py defaults fits --graph G     # stage 2: fits on the chosen graphs
+    python scripts/bench.py defaults fits --graph G --fits budget   # stage 3: the budget
     python scripts/bench.py defaults choose RECORD ...  # the rule, applied to the records
 
 The rule, fixed before any figure of it:
@@ -27,6 +28,11 @@ The rule, fixed before any figure of it:
    convergence stop: they stopped far from their graphs' exact clustering
    on several sets, e.g. the anisotropic blobs and the moons with outliers,
    and the try was cut short to keep the sweep in the time of a session.)
+3. **The budget.** On the graph and fit stage 2 chose, the same rule over
+   ``BUDGET_CANDIDATES`` (``--fits budget``): the warm start's steps, the
+   patience of the plateau cut and of the convergence stop, and the hidden
+   layers' precision. ACC ties are the expected outcome here, and the time
+   is what the tie-break decides.
 
 MNIST and infinite MNIST choose nothing: they are not in the suite's
 default sets. Each stage writes one record (``bench.py report`` renders it).
@@ -62,6 +68,16 @@ FIT_CANDIDATES = [
     for width in ({}, {"hidden_units": [128, 128, 64]})
     for batch in ({}, {"DEFAULT_BATCH_SIZE": 512})
 ]
+#: Stage 2's second round, the training budget (on the graph and fit the first
+#: round chose): the warm start's steps (500 or 200), the patience of the
+#: plateau cut and the convergence stop (10 or 5 epochs), and the hidden
+#: layers' precision ("auto": bfloat16 where the CPU has the units).
+BUDGET_CANDIDATES = [{**steps, **patience, **precision}
+                     for steps in ({}, {"init__steps": 200})
+                     for patience in ({}, {"schedule__patience": 5})
+                     for precision in ({}, {"dtype_policy": "auto"})]
+#: The candidate lists ``--fits`` names.
+NAMED_FITS = {"first": FIT_CANDIDATES, "budget": BUDGET_CANDIDATES}
 #: How many graphs stage 1 hands to stage 2.
 GRAPHS_KEPT = 2
 #: Candidates within this of the best mean ACC count as tied (stage 2).
@@ -147,7 +163,8 @@ def print_ranking(ranking, candidates):
 
 def cmd_fits(args, command):
     graphs = [json.loads(g) for g in args.graph]
-    candidates = [{**g, **f} for g in graphs for f in json.loads(args.fits)]
+    fits = NAMED_FITS[args.fits] if args.fits in NAMED_FITS else json.loads(args.fits)
+    candidates = [{**g, **f} for g in graphs for f in fits]
     rows = []
     for i, candidate in enumerate(candidates):
         for name in args.sets or suite_sets.DEFAULT_SETS:
@@ -217,8 +234,9 @@ def main(argv=None):
     p.add_argument("--sets", nargs="+", help="fits: the sets (default: the suite's)")
     p.add_argument("--graph", nargs="+", default=[],
                    help="fits: graph candidates as JSON (stage 1's kept ones)")
-    p.add_argument("--fits", default=json.dumps(FIT_CANDIDATES),
-                   help="fits: a JSON list of training candidates (default FIT_CANDIDATES)")
+    p.add_argument("--fits", default="first",
+                   help="fits: a JSON list of training candidates, or the name of one: first "
+                        "(FIT_CANDIDATES, the default) or budget (BUDGET_CANDIDATES)")
     p.add_argument("--tag", help="fits: the record's tag")
     args = p.parse_args(argv)
     command = "python scripts/bench.py defaults " + " ".join(argv)
