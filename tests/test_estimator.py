@@ -15,10 +15,12 @@ SMALL = dict(hidden_units=(128, 128), schedule=Schedule(max_epochs=25), random_s
 @pytest.fixture(scope="module")
 def cc_fit():
     x, y, k = load_dataset("cc")
-    # The reference uses the estimator's default affinity.
+    # The reference is exact SC of the graph the net trains on: its affinity,
+    # scaled for its minibatches of 1024, and its Laplacian.
     ref = GaussianKNNAffinity(n_nbrs=10, scale_nbr=3).fit(x, batch_size=1024)
     exact_labels, eigvecs = spectral_clustering(x, k, ref)
-    net = SpectralNet(k, **SMALL).fit(x, eigvecs=eigvecs)
+    net = SpectralNet(k, affinity=GaussianKNNAffinity(n_nbrs=10, scale_nbr=3),
+                      laplacian="unnormalized", batch_size=1024, **SMALL).fit(x, eigvecs=eigvecs)
     return net, x, y, exact_labels, eigvecs
 
 
@@ -85,7 +87,8 @@ def _x(n=200, d=2):
         (_x(), dict(affinity="rbf"), r"affinity='rbf'"),
         (_x(), dict(laplacian="sym"), r"laplacian='sym'"),
         (_x(), dict(init="pca"),
-         r"init must be one of \('random', 'spectral'\), got init='pca'"),
+         r"init must be one of \('random', 'spectral'\), a SpectralInit or a RandomInit, "
+         r"got init='pca'"),
         (_x(), dict(output_activation="relu"),
          r"output_activation must be one of \('tanh', 'linear'\), got output_activation='relu'"),
         (_x(), dict(validation_fraction=1.5), r"validation_fraction=1.5"),
