@@ -74,9 +74,8 @@ REMOVED = {
 #: named: key -> {recorded value: (today's value, keys the object adds with
 #: the values the name built it with)}, applied where today's config holds
 #: that object. Views were named by a string ("redraw") until commit 565fbd8,
-#: and are objects (``Redraw()``) since; the MNIST configs' warm start was
-#: "spectral" until the default's steps fell to 200, and is the object with
-#: the 500 steps it ran since.
+#: and are objects (``Redraw()``) since; the defaults' records named the warm
+#: start "spectral" until ``defaults_config`` wrote the object it makes.
 RENAMED = {
     "affinity_embedding__views": {
         "redraw": ("Redraw", {"affinity_embedding__views__data_dir": None}),
@@ -129,7 +128,8 @@ ENTRIES = (
     {"row": "Your own graph (`affinity=\"precomputed\"`)",
      "defaults": True, "records": ["2026-12-07-bench-suite-023118.json"]},
     {"row": "A default fit of 5,000 × 100",
-     "defaults": True, "records": ["2026-12-07-bench-small-fit-022215.json"]},
+     "defaults": True, "records": ["2026-12-07-bench-small-fit-022215.json",
+                                    "2026-12-07-bench-small-fit-064100.json"]},
     {"row": "Semi-supervised: 2% labels on two noisy rings",
      "exempt": "a grid of default fits with labels (semisup.py grid), whose record keeps its "
                "SpectralNet parameters, none set"},

@@ -223,8 +223,7 @@ SCHEDULE_PARAMS = ("learning_rate", "max_epochs", "steps_per_epoch", "patience",
 def params_from_format5(params):
     """A format-5 save's parameters in today's layout: SpectralNet's and its
     SiameseEmbedding's flat schedule parameters into a ``Schedule`` each,
-    and ``init="spectral"`` into the ``SpectralInit`` of the 500 steps it
-    then ran, so that a refit trains as the original did."""
+    so that a refit trains as the original did."""
     def folded(params, defaults):
         params = dict(params)
         schedule = {**defaults, **{key: params.pop(key) for key in SCHEDULE_PARAMS
@@ -232,8 +231,6 @@ def params_from_format5(params):
         return {**params, "schedule": {"class": "Schedule", "params": schedule}}
 
     params = folded(params, {})
-    if params.get("init") == "spectral":
-        params["init"] = {"class": "SpectralInit", "params": {"steps": 500}}
     embedding = params.get("affinity_embedding")
     if isinstance(embedding, dict):
         params["affinity_embedding"] = {

@@ -59,7 +59,7 @@ class SpectralInit(BaseEstimator):
     "init_seconds", and per epoch "start_distance" and "undone".
     """
 
-    def __init__(self, steps=200, learning_rate=1e-3, rms=0.25, max_distance=0.5):
+    def __init__(self, steps=500, learning_rate=1e-3, rms=0.25, max_distance=0.5):
         self.steps = steps
         self.learning_rate = learning_rate
         self.rms = rms
