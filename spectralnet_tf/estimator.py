@@ -32,7 +32,7 @@ from .metrics import label_permutation
 from .nclusters import Eigengap, FixedClusters
 from .networks import (DTYPE_POLICIES, OUTPUT_ACTIVATIONS, build_spectralnet, compose_embedder,
                        input_scaling)
-from .parts import PartsMixin, unfitted_copy
+from .parts import PartsMixin, checked, unfitted_copy
 from .schedule import Schedule, make_schedule
 from .siamese import FixedEmbedding, SiameseEmbedding
 from .streaming import dataset_batches, dataset_rows, is_dataset, is_lazy, map_batches, spooled
@@ -192,7 +192,6 @@ def make_n_clusters(n_clusters):
 
 
 _POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
-_POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
 
 
 class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
@@ -430,27 +429,15 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         """The unfitted parts (k's chooser, the affinity, the learned
         distance), each checked, and checked against n points and the
         strategy; a ValueError naming the parameter otherwise."""
-        chooser = make_n_clusters(self.n_clusters)
-        try:
-            chooser.check_params()
-        except ValueError as err:
-            raise ValueError(f"n_clusters={self.n_clusters!r}: {err}") from None
+        chooser = checked("n_clusters", self.n_clusters, make_n_clusters(self.n_clusters))
         k = chooser.max_clusters
         if n < k:
             raise ValueError(f"X has n_samples={n}, fewer than n_clusters={self.n_clusters!r}"
                              + ("" if k == self.n_clusters else f" (max_clusters={k})") + ".")
-        affinity = self.make_affinity()
-        try:
-            affinity.check_params()
-        except ValueError as err:
-            raise ValueError(f"affinity={self.affinity!r}: {err}") from None
+        affinity = checked("affinity", self.affinity, self.make_affinity())
         embedding = make_affinity_embedding(self.affinity_embedding)
         self._check_embedding(affinity, embedding)
-        schedule = make_schedule(self.schedule)
-        try:
-            schedule.check_params()
-        except ValueError as err:
-            raise ValueError(f"schedule={self.schedule!r}: {err}") from None
+        schedule = checked("schedule", self.schedule, make_schedule(self.schedule))
         if (isinstance(self._strategy(), tf.distribute.MultiWorkerMirroredStrategy)
                 and not isinstance(self.random_state, numbers.Integral)):
             raise ValueError(
@@ -473,10 +460,7 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                 "affinity='precomputed' takes the graph as given; a learned distance does not "
                 f"apply to it: set affinity_embedding=None, got affinity_embedding="
                 f"{self.affinity_embedding!r}.")
-        try:
-            embedding.check_params(self._strategy())
-        except ValueError as err:
-            raise ValueError(f"affinity_embedding={self.affinity_embedding!r}: {err}") from None
+        checked("affinity_embedding", self.affinity_embedding, embedding, self._strategy())
 
     def _check_batch(self, name, value, n_train, n, k, default):
         if value is None:  # rounded down to equal shards under a strategy

@@ -7,6 +7,16 @@ from sklearn.base import BaseEstimator
 from .checks import check
 
 
+def checked(name, value, part, *args):
+    """``part`` (made from the parameter ``name``'s ``value``) after its own
+    ``check_params(*args)``; its ValueError names the parameter first."""
+    try:
+        part.check_params(*args)
+    except ValueError as err:
+        raise ValueError(f"{name}={value!r}: {err}") from None
+    return part
+
+
 def unfitted_copy(part):
     """A new object with ``part``'s parameters (shared, not copied: an
     embedding stays the same net), without its fitted state."""

@@ -25,7 +25,7 @@ from .groups import random_members
 from .losses import contrastive_loss
 from .neighbors import BACKENDS, make_neighbors
 from .networks import DTYPE_POLICIES, dense_stack
-from .parts import PartsMixin
+from .parts import PartsMixin, checked
 from .schedule import Schedule, make_schedule
 from .sampling import sample_rows
 from .streaming import CHUNK_ROWS, Rows, map_batches
@@ -384,10 +384,7 @@ class SiameseEmbedding(PartsMixin, BaseEstimator):
         """Raise a ValueError naming the first bad parameter; under a
         ``tf.distribute`` strategy ``batch_size`` must divide by its replicas."""
         validate_params(self, self._parameter_constraints)
-        try:
-            make_schedule(self.schedule, **SIAMESE_SCHEDULE).check_params()
-        except ValueError as err:
-            raise ValueError(f"schedule={self.schedule!r}: {err}") from None
+        checked("schedule", self.schedule, make_schedule(self.schedule, **SIAMESE_SCHEDULE))
         if self.views is None and self.n_nbrs == 0:
             raise ValueError("n_nbrs must be an integer >= 1, got n_nbrs=0 (0 only with views, "
                              "whose copies are then the only positives).")
