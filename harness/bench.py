@@ -154,15 +154,11 @@ def bench_matmul(args, command):
 DEFAULT_FIT_SETS = ("cc", "moons", "circles", "spirals")
 
 
-#: ``small-fit``'s data: blobs of this many points, features and clusters,
-#: the size issue 89 asks a default fit to finish in 5 s.
-SMALL_FIT = (5000, 100, 5)
-
-
 def bench_small_fit(args, command):
     """A default fit on small data, and where its time goes, beside
     scikit-learn's SpectralClustering on the same array, per seed:
-    ``make_blobs(5000, 100 features, 5 centres)``. The fit's seconds split
+    ``make_blobs(5000, 100 features, 5 centres)``, the suite's
+    ``wide_blobs``. The fit's seconds split
     into the warm start (``history_["init_seconds"]``), Algorithm 1's
     epochs (the first, which traces the compiled step, apart; the others'
     seconds per iteration) and the rest (the graph's scale and pieces, the
@@ -173,16 +169,16 @@ def bench_small_fit(args, command):
     import tempfile
 
     from sklearn.cluster import SpectralClustering
-    from sklearn.datasets import make_blobs
 
     from spectralnet_tf import SpectralNet
     from spectralnet_tf.metrics import acc
 
-    n, d, k = SMALL_FIT
+    from .suite_sets import wide_blobs
+
     rows = []
     for seed in args.seeds:
-        x, y = make_blobs(n, d, centers=k, random_state=seed)
-        x = x.astype(np.float32)
+        x, y, k, _ = wide_blobs(seed)
+        n, d = x.shape
         start = time.perf_counter()
         sc = SpectralClustering(k, affinity="nearest_neighbors", random_state=seed).fit(x)
         sc_seconds = time.perf_counter() - start

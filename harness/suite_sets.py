@@ -1,7 +1,7 @@
 """The development suite's data sets (``suite`` runs the methods on them):
 scikit-learn's bundled sets, standardised where a user would; traps made
 here (outliers, unequal clusters, noise dimensions, anisotropic blobs, moons
-with outliers); a block model with node features, for a given graph; and
+with outliers, wide blobs); a block model with node features, for a given graph; and
 MNIST's 70k in the shipped code space, reported and never chosen by.
 """
 
@@ -162,6 +162,24 @@ def moons_outliers(seed=0, n=2000):
     return _with_outliers(x, y, n_out, np.array([-1.5, -1.0]), np.array([2.5, 1.5]), rng)
 
 
+#: ``wide_blobs``: points, features and blobs; the size of issue 89's time
+#: target for a default fit (``bench.py small-fit`` fits the same arrays).
+WIDE_BLOBS = (5000, 100, 5)
+
+
+def wide_blobs(seed=0):
+    """Five Gaussian blobs in 100 dimensions, 5,000 points:
+    ``make_blobs(5000, 100, centers=5, random_state=seed)`` (unit standard
+    deviation, centres uniform in [-10, 10]^100). Every method separates
+    them; the set is here for its size, where a fit's time and a budget
+    that stops short show."""
+    from sklearn.datasets import make_blobs
+
+    n, d, k = WIDE_BLOBS
+    x, y = make_blobs(n, d, centers=k, random_state=seed)
+    return _set(x, y, k)
+
+
 #: The block model's parameters: blocks, nodes a block, link probabilities,
 #: the square's side (block means in 2 informative features), noise features,
 #: the held-out share.
@@ -248,7 +266,7 @@ SETS = {
     "digits": (digits, "real"),
     "blobs_outliers": (blobs_outliers, "traps"), "unequal": (unequal, "traps"),
     "noise_dims": (noise_dims, "traps"), "anisotropic": (anisotropic, "traps"),
-    "moons_outliers": (moons_outliers, "traps"),
+    "moons_outliers": (moons_outliers, "traps"), "wide_blobs": (wide_blobs, "traps"),
     "sbm": (sbm, "graph"),
     "mnist": (mnist, "mnist"),
 }

@@ -44,8 +44,10 @@ from .train import Config, Data, train_spectralnet
 DEFAULT_BATCH_SIZE = 512
 #: Fewest iterations per epoch when steps_per_epoch is None.
 MIN_STEPS_PER_EPOCH = 10
-#: hidden_units="auto": the widest first layer (the paper's net) and the narrowest.
-MAX_AUTO_WIDTH, MIN_AUTO_WIDTH = 1024, 32
+#: hidden_units="auto": the width w by the input width d, as
+#: ``(most features, w)`` bands, the last for any d; and the narrowest w.
+AUTO_WIDTHS = ((32, 256), (256, 512), (None, 1024))
+MIN_AUTO_WIDTH = 32
 
 
 def check_array(X, name="X"):
@@ -148,11 +150,12 @@ class Plan(NamedTuple):
 
 def auto_hidden_units(n_samples, n_features):
     """``hidden_units="auto"``: ``(w, w, w // 2)``. w follows the input width
-    d (the encoder's output width, with an encoder): 256 up to 32 features,
-    512 up to 256, 1024 above (the paper's net, and the cap). It is then
-    lowered to the power of two at or above n/4 (at least 32), so that a
-    few hundred points do not get a net of a million weights."""
-    width = 256 if n_features <= 32 else 512 if n_features <= 256 else MAX_AUTO_WIDTH
+    d (the encoder's output width, with an encoder), by the bands of
+    ``AUTO_WIDTHS``, chosen with the other defaults on the development
+    suite. It is then lowered to the power of two at or above n/4 (at
+    least ``MIN_AUTO_WIDTH``), so that a few hundred points do not get a
+    net of a million weights."""
+    width = next(w for most, w in AUTO_WIDTHS if most is None or n_features <= most)
     width = min(width, max(MIN_AUTO_WIDTH, 1 << max(0, int(np.ceil(np.log2(n_samples / 4))))))
     return (width, width, width // 2)
 

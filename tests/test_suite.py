@@ -22,8 +22,9 @@ SHAPES = [("iris", 150, 4, 3, 150), ("wine", 178, 13, 3, 178),
           ("breast_cancer", 569, 30, 2, 569), ("digits", 1797, 64, 10, 1797),
           ("blobs_outliers", 2000, 2, 4, 1900), ("unequal", 2000, 2, 3, 2000),
           ("noise_dims", 2000, 53, 4, 2000), ("anisotropic", 1500, 2, 3, 1500),
-          ("moons_outliers", 2000, 2, 2, 1900)]
-DRAWN = ["blobs_outliers", "unequal", "noise_dims", "anisotropic", "moons_outliers"]
+          ("moons_outliers", 2000, 2, 2, 1900), ("wide_blobs", 5000, 100, 5, 5000)]
+DRAWN = ["blobs_outliers", "unequal", "noise_dims", "anisotropic", "moons_outliers",
+         "wide_blobs"]
 
 
 @pytest.mark.parametrize("name,n,d,k,scored", SHAPES)
@@ -112,7 +113,8 @@ def test_sbm_blocks_split_and_graph():
 def test_resolve_sets_groups_and_default():
     assert "mnist" not in suite_sets.DEFAULT_SETS and "sbm" in suite_sets.DEFAULT_SETS
     assert suite_sets.resolve_sets(["traps", "iris", "anisotropic"]) == [
-        "blobs_outliers", "unequal", "noise_dims", "anisotropic", "moons_outliers", "iris"]
+        "blobs_outliers", "unequal", "noise_dims", "anisotropic", "moons_outliers",
+        "wide_blobs", "iris"]
     assert suite_sets.resolve_sets(["all"])[-1] == "mnist"
     with pytest.raises(ValueError, match="unknown set or group 'mnits'"):
         suite_sets.resolve_sets(["mnits"])
