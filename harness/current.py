@@ -50,9 +50,12 @@ MOVED = {f"{owner}{name}": f"{owner}schedule__{name}"
 #: the value that runs what those records ran: a record without the key reads
 #: as holding it. ``tol``: 0 never stops early, as every run before it, and as
 #: the Siamese net never did; ``group_weight`` moved from the affinity to
-#: SpectralNet with its default; the schedules are ``Schedule`` parts.
+#: SpectralNet with its default; the schedules are ``Schedule`` parts;
+#: ``auto_widths`` is the "auto" net's table (``defaults_config``), as it
+#: was until the defaults' stage 4.
 ADDED = {"schedule__tol": 0.0, "group_weight": "balanced", "schedule": "Schedule",
-         "affinity_embedding__schedule": "Schedule", "affinity_embedding__schedule__tol": 0.0}
+         "affinity_embedding__schedule": "Schedule", "affinity_embedding__schedule__tol": 0.0,
+         "auto_widths": [[32, 256], [256, 512], [None, 1024]]}
 
 #: Parameters the estimator has lost, each with a test of the recorded value
 #: (and the record's whole config) under which the record ran what today's
@@ -192,9 +195,11 @@ def defaults_config(**params):
     """The config a default ``SpectralNet(k)`` (with ``params`` set) fits, as
     the records of ``bench.py suite`` and ``small-fit`` keep it: the default
     affinity and warm start as the objects their names make (their
-    parameters beside), no ``n_clusters``, which each data set sets, and no
-    run-specific keys."""
-    from spectralnet_tf.estimator import SpectralNet
+    parameters beside), with "auto_widths", the table that resolves
+    ``hidden_units="auto"`` (a constant, not a parameter: without it a
+    record of another net would read as today's), no ``n_clusters``, which
+    each data set sets, and no run-specific keys."""
+    from spectralnet_tf.estimator import AUTO_WIDTHS, SpectralNet
     from spectralnet_tf.initializers import INITIALIZERS
 
     from . import reproduce
@@ -203,6 +208,8 @@ def defaults_config(**params):
     net.set_params(affinity=net.make_affinity(), init=INITIALIZERS[net.init]())
     params = reproduce.record_params(net.set_params(**params))
     params.pop("n_clusters")
+    if params.get("hidden_units") == "auto":
+        params["auto_widths"] = AUTO_WIDTHS
     return _comparable(params)
 
 

@@ -46,7 +46,7 @@ DEFAULT_BATCH_SIZE = 512
 MIN_STEPS_PER_EPOCH = 10
 #: hidden_units="auto": the width w by the input width d, as
 #: ``(most features, w)`` bands, the last for any d; and the narrowest w.
-AUTO_WIDTHS = ((32, 256), (256, 512), (None, 1024))
+AUTO_WIDTHS = ((32, 128), (256, 256), (None, 512))
 MIN_AUTO_WIDTH = 32
 
 

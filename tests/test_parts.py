@@ -168,11 +168,12 @@ def test_a_callable_embedding_is_used_as_it_is():
 # -- the defaults rule ----------------------------------------------------------
 
 @pytest.mark.parametrize("n, d, units", [
-    (1500, 2, (256, 256, 128)),      # the illustrative sets' net
-    (1797, 64, (512, 512, 256)),     # digits
-    (70000, 784, (1024, 1024, 512)),  # raw MNIST: the paper's net
-    (70000, 10, (256, 256, 128)),    # MNIST codes (the MNIST config sets the paper's net)
-    (10**6, 100000, (1024, 1024, 512)),  # capped
+    (1500, 2, (128, 128, 64)),       # the illustrative sets' net
+    (1797, 64, (256, 256, 128)),     # digits
+    (5000, 100, (256, 256, 128)),    # the wide blobs
+    (70000, 784, (512, 512, 256)),   # raw MNIST
+    (70000, 10, (128, 128, 64)),     # MNIST codes (the MNIST config sets the paper's net)
+    (10**6, 100000, (512, 512, 256)),  # capped
     (200, 2, (64, 64, 32)),          # small n: no wider than the power of two >= n/4
     (50, 500, (32, 32, 16)),         # the narrowest
 ])
@@ -190,13 +191,13 @@ def test_auto_max_epochs_give_a_fixed_iteration_budget_within_bounds():
 def test_the_plan_resolves_auto_values_and_keeps_explicit_ones():
     auto = SpectralNet(2).plan(1000, 2)
     # Epochs of the 10-step floor, as many as give the iteration budget, 100 at most.
-    assert auto.hidden_units == (256, 256, 128) and auto.max_epochs == 100
+    assert auto.hidden_units == (128, 128, 64) and auto.max_epochs == 100
     assert (auto.n_val, auto.n_train, auto.batch_size, auto.steps_per_epoch) == (100, 900, 512, 10)
     explicit = SpectralNet(2, hidden_units=(1024, 1024, 512),
                            schedule=Schedule(max_epochs=100)).plan(1000, 2)
     assert explicit.hidden_units == (1024, 1024, 512) and explicit.max_epochs == 100
     big = SpectralNet(10, batch_size=1024).plan(70000, 784)
-    assert (big.steps_per_epoch, big.max_epochs, big.hidden_units) == (61, 41, (1024, 1024, 512))
+    assert (big.steps_per_epoch, big.max_epochs, big.hidden_units) == (61, 41, (512, 512, 256))
     assert isinstance(auto.affinity, GaussianKNNAffinity) and auto.affinity_embedding is None
     assert isinstance(SpectralNet(affinity_embedding="siamese").plan(1000, 2).affinity_embedding,
                       SiameseEmbedding)
