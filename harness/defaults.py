@@ -45,7 +45,8 @@ The rule, fixed before any figure of it:
    ``WIDTH_CANDIDATES`` (``--fits width``): the "auto" net's widths as
    they are, halved or quartered, with the warm start's 500 or 200 steps,
    on the suite with ``wide_blobs``. float32 throughout, for the reason of
-   stage 3.
+   stage 3. Its choice, the halved widths with 500 steps, is the default
+   (``estimator.AUTO_WIDTHS``).
 
 MNIST and infinite MNIST choose nothing: they are not in the suite's
 default sets. Each stage writes one record (``bench.py report`` renders it).
