@@ -52,6 +52,17 @@ def piece_sizes(edges):
     return np.sort(np.bincount(labels, minlength=count))[::-1]
 
 
+def sparse_graph(w):
+    """The nonzero entries of a dense W (a tensor) as a scipy CSR matrix in
+    float64, for the exact solvers: a kNN graph on a subsample holds a few
+    percent of its pairs, and a dense float64 copy of it would cost more
+    than the graph itself."""
+    where = tf.where(tf.not_equal(w, 0.0))
+    values = tf.gather_nd(w, where).numpy().astype(np.float64)
+    where = where.numpy()
+    return sp.csr_matrix((values, (where[:, 0], where[:, 1])), shape=tuple(w.shape))
+
+
 def pairwise_sq_dists(z, rows=None, eye=None):
     """(m, m) squared Euclidean distances, exact zeros on the diagonal; with
     ``rows`` (r of the m points) and ``eye`` (their r rows of the m×m
@@ -154,8 +165,8 @@ class Affinity(BaseEstimator):
         n = len(coords)
         rows = np.sort(np.random.default_rng(seed).choice(n, subsample_size(n, batch_size),
                                                           replace=False))
-        w = self.sampled_graph(np.asarray(coords)[rows], batch_size).numpy()
-        return piece_sizes(sp.csr_matrix(w > EDGE_FLOOR * w.max()))
+        w = self.sampled_graph(np.asarray(coords)[rows], batch_size)
+        return piece_sizes(sparse_graph(tf.cast(w > EDGE_FLOOR * tf.reduce_max(w), w.dtype)))
 
     def __call__(self, x):
         """W of a minibatch of points x (their coordinates computed first)."""

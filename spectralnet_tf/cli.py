@@ -467,5 +467,18 @@ def main(argv=None):
         return 2
 
 
+def run():
+    """The installed ``spectralnet`` command: ``main``, then the process ends
+    at once with its status. Every file is written and closed by then, and
+    the standard streams are flushed here; what is skipped is the
+    interpreter's teardown of TensorFlow's modules, which takes about a
+    second and does nothing a user waits for. (A failure that escapes
+    ``main`` exits the usual way, with its traceback.)"""
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -15,6 +15,7 @@ from sklearn.base import BaseEstimator
 
 from . import distribute
 from .callbacks import Callback, repeat
+from .affinity import sparse_graph
 from .constraints import apply_all, subsample_rows
 from .metrics import grassmann
 from .parts import unfitted_copy
@@ -96,8 +97,7 @@ class SpectralInit(BaseEstimator):
         w = setup.affinity.sampled_graph(setup.data.c_train[rows], config.batch_size)
         w = apply_all(setup.constraints, w, tf.constant(rows, tf.int32))
         # float64: near-degenerate small eigenvalues must not drown in float32 rounding.
-        vecs = laplacian_eigenvectors(w.numpy().astype(np.float64), setup.n_outputs,
-                                      config.laplacian)
+        vecs = laplacian_eigenvectors(sparse_graph(w), setup.n_outputs, config.laplacian)
         target = distribute.run(setup.strategy, distribute.from_first, tf.constant(
             self.rms * np.sqrt(size) * vecs, tf.float32))
         return rows, target.numpy()

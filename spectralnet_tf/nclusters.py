@@ -33,6 +33,7 @@ import numpy as np
 import scipy.linalg
 from sklearn.base import BaseEstimator
 
+from .affinity import sparse_graph
 from .checks import check_int, check_real
 from .spectral import laplacian_matrix, spectrum
 
@@ -135,7 +136,7 @@ class Eigengap(BaseEstimator):
             # rounding. All eigenvalues of the dense matrix (divide and conquer)
             # take a fraction of the time of a subset of them, which bisects
             # clusters of near-equal values.
-            lap = laplacian_matrix(w.numpy().astype(np.float64), "normalized").toarray()
+            lap = laplacian_matrix(sparse_graph(w), "normalized").toarray()
             self.eigenvalues_ = scipy.linalg.eigvalsh(lap, driver="evd")[:self.max_clusters + 1]
         self.seconds_ = time.perf_counter() - start
         ks = np.arange(self.min_clusters, self.max_clusters + 1)

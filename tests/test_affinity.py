@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from spectralnet_tf.affinity import FullGaussianAffinity, GaussianKNNAffinity
+from spectralnet_tf.affinity import FullGaussianAffinity, GaussianKNNAffinity, sparse_graph
 
 
 def _x(n=120, d=3, seed=0):
@@ -29,6 +29,15 @@ def test_knn_affinity_is_symmetric_with_zero_diagonal_and_k_edges():
     nnz = (w > 0).sum(1)
     assert nnz.min() >= 5
     assert 5 * len(x) / 2 <= (w > 0).sum() / 2 <= 5 * len(x)
+
+
+def test_sparse_graph_holds_exactly_the_dense_graph_in_float64():
+    x = _x()
+    w = GaussianKNNAffinity(n_nbrs=5, scale_nbr=2).fit(x, batch_size=len(x))(tf.constant(x))
+    s = sparse_graph(w)
+    assert s.format == "csr" and s.dtype == np.float64
+    assert s.nnz == int(tf.math.count_nonzero(w))
+    np.testing.assert_array_equal(s.toarray(), w.numpy().astype(np.float64))
 
 
 def test_kernel_value_of_one_edge():
