@@ -180,10 +180,10 @@ def wide_blobs(seed=0):
     return _set(x, y, k)
 
 
-#: The block model's parameters: blocks, nodes a block, link probabilities,
-#: the square's side (block means in 2 informative features), noise features,
+#: The block model's parameters: nodes a block, link probabilities, the
+#: square's side (4 block means in 2 informative features), noise features,
 #: the held-out share.
-SBM_BLOCKS, SBM_BLOCK_SIZE, SBM_P_IN, SBM_P_OUT = 4, 300, 0.05, 0.005
+SBM_BLOCK_SIZE, SBM_P_IN, SBM_P_OUT = 300, 0.05, 0.005
 
 
 SBM_SIDE, SBM_NOISE_FEATURES, SBM_HELD_SHARE = 2.1, 2, 0.2
@@ -200,15 +200,42 @@ def sbm(seed=0):
     true mean) scores Phi(1.05)^2 = 0.728 in expectation. 20% of the nodes
     (240, at random) are held out: the training nodes come with the graph
     among them, the held-out nodes with their features alone."""
+    return block_model(seed, _square(SBM_SIDE), SBM_BLOCK_SIZE, SBM_NOISE_FEATURES)
+
+
+def sbm_strong(seed=0):
+    """``sbm`` with strong features: the square's side 4, so that the Bayes
+    rule scores Phi(2)^2 = 0.955 in expectation."""
+    return block_model(seed, _square(4.0), SBM_BLOCK_SIZE, SBM_NOISE_FEATURES)
+
+
+def sbm_hex(seed=0):
+    """``sbm``'s law with 6 blocks of 200 nodes, their means the corners of
+    a hexagon of side 2 (centred on 0) in 2 informative features, beside 8
+    columns of N(0, 1) noise: more blocks, fewer links inside each (about
+    10 against 5 across), weak features among many noise columns."""
+    angles = 2 * np.pi * np.arange(6) / 6
+    return block_model(seed, 2.0 * np.stack([np.cos(angles), np.sin(angles)], axis=1), 200, 8)
+
+
+def _square(side):
+    half = side / 2
+    return np.array([[-half, -half], [half, -half], [-half, half], [half, half]])
+
+
+def block_model(seed, centres, block_size, noise_features):
+    """The block model of ``sbm``'s law: one block per row of ``centres``
+    (its mean in the 2 informative features) of ``block_size`` nodes,
+    ``noise_features`` noise columns, the links and the held-out share of
+    ``sbm``."""
     import scipy.sparse as sp
 
     rng = np.random.default_rng(seed)
-    n = SBM_BLOCKS * SBM_BLOCK_SIZE
-    y = rng.permutation(np.repeat(np.arange(SBM_BLOCKS), SBM_BLOCK_SIZE))
-    half = SBM_SIDE / 2
-    centres = np.array([[-half, -half], [half, -half], [-half, half], [half, half]])
+    blocks = len(centres)
+    n = blocks * block_size
+    y = rng.permutation(np.repeat(np.arange(blocks), block_size))
     features = np.concatenate([centres[y] + rng.normal(size=(n, 2)),
-                               rng.normal(size=(n, SBM_NOISE_FEATURES))], axis=1)
+                               rng.normal(size=(n, noise_features))], axis=1)
     rows, cols = np.triu_indices(n, 1)
     keep = rng.random(len(rows)) < np.where(y[rows] == y[cols], SBM_P_IN, SBM_P_OUT)
     upper = sp.csr_matrix((np.ones(int(keep.sum()), np.float32), (rows[keep], cols[keep])),
@@ -218,7 +245,7 @@ def sbm(seed=0):
     n_held = int(round(SBM_HELD_SHARE * n))
     train, held = np.sort(order[n_held:]), np.sort(order[:n_held])
     return GraphSet(features.astype(np.float32), graph[train][:, train].tocsr(), y,
-                    SBM_BLOCKS, train, held, centres, 2)
+                    blocks, train, held, centres, 2)
 
 
 def bayes_rule(g, nodes):
@@ -267,7 +294,7 @@ SETS = {
     "blobs_outliers": (blobs_outliers, "traps"), "unequal": (unequal, "traps"),
     "noise_dims": (noise_dims, "traps"), "anisotropic": (anisotropic, "traps"),
     "moons_outliers": (moons_outliers, "traps"), "wide_blobs": (wide_blobs, "traps"),
-    "sbm": (sbm, "graph"),
+    "sbm": (sbm, "graph"), "sbm_strong": (sbm_strong, "graph"), "sbm_hex": (sbm_hex, "graph"),
     "mnist": (mnist, "mnist"),
 }
 

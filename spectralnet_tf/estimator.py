@@ -18,7 +18,7 @@ from sklearn.utils.validation import validate_data
 from . import distribute as dist
 from .affinity import AFFINITIES, Affinity, check_graph
 from .callbacks import Checkpoint, GrassmannMonitor, IterationCount, ProgressBar, TensorBoardLog
-from .centroids import NORMALIZE_ROWS, assign, fit_centroids, unit_rows
+from .centroids import NORMALIZE_ROWS, assign, fit_centroids, kmeans_labels, unit_rows
 from .checkpoint import Checkpointer, check_fingerprint, digest, fingerprint
 from .checks import (Callable, HasMethods, InstanceOf, Interval, Options, Units, check_int,
                      validate_params)
@@ -35,6 +35,7 @@ from .networks import (DTYPE_POLICIES, OUTPUT_ACTIVATIONS, build_spectralnet, co
 from .parts import PartsMixin, checked, unfitted_copy
 from .schedule import Schedule, make_schedule
 from .siamese import FixedEmbedding, SiameseEmbedding
+from .spectral import refine
 from .streaming import dataset_batches, dataset_rows, is_dataset, is_lazy, map_batches, spooled
 from .summaries import write_phase_seconds
 from .train import Config, Data, train_spectralnet
@@ -48,6 +49,12 @@ MIN_STEPS_PER_EPOCH = 10
 #: ``(most features, w)`` bands, the last for any d; and the narrowest w.
 AUTO_WIDTHS = ((32, 128), (256, 256), (None, 512))
 MIN_AUTO_WIDTH = 32
+#: ``hidden_units="auto"`` on the user's own graph (``affinity="precomputed"``);
+#: None: ``AUTO_WIDTHS``, as on points. There the net maps features to
+#: clusters that the graph, not the features, defines, and a net able to
+#: learn the training nodes by heart predicts new nodes worse. Chosen on the
+#: development suite's block models (``harness/defaults.py``).
+GRAPH_HIDDEN_UNITS = None
 
 
 def check_array(X, name="X"):
@@ -277,11 +284,14 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         F_theta of the training data.
     labels_ : ndarray of shape (n_samples,)
         Cluster of each training point; after a semi-supervised fit, in the
-        classes of ``partial_labels``.
+        classes of ``partial_labels``. With ``affinity="precomputed"`` the
+        nodes' clusters of the embedding refined on the given graph, which
+        may differ from ``predict(X)``, the clusters of the features alone.
     group_labels_ : ndarray of shape (n_samples,) or None
         After ``fit(X, groups=...)``: each group's cluster, by its mean row.
     cluster_centers_ : ndarray of shape (n_clusters, n_clusters)
-        k-means centroids of the embedding's unit-length rows.
+        k-means centroids of the embedding's unit-length rows (with a given
+        graph, each of its clusters' mean unit-length row).
     normalize_rows_ : bool
         Whether the centroids are of unit-length rows (every fit's are).
     affinity_ : Affinity
@@ -420,7 +430,9 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                 f"The affinity needs {needed} neighbours per point ({ranks}) but a minibatch "
                 f"has batch_size={batch_size} points; lower them or raise batch_size.")
         steps, epochs = schedule.budget(max(n_train // batch_size, MIN_STEPS_PER_EPOCH))
-        if _is_auto(self.hidden_units):  # the encoder's output width, with an encoder
+        if _is_auto(self.hidden_units) and affinity.takes_graph and GRAPH_HIDDEN_UNITS:
+            units = tuple(GRAPH_HIDDEN_UNITS)
+        elif _is_auto(self.hidden_units):  # the encoder's output width, with an encoder
             units = auto_hidden_units(n, n_features if self.encoder is None
                                       else int(self.encoder.output_shape[-1]))
         else:
@@ -704,21 +716,50 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
     def _cluster(self, embedding, k, labels, groups, seed):
         """k-means on the embedding (``embedding_``, ``cluster_centers_``,
         ``labels_``, ``group_labels_``); after a semi-supervised fit the
-        clusters take the ids of the labeled classes they hold."""
+        clusters take the ids of the labeled classes they hold.
+
+        On the user's own graph its nodes' clusters come from the graph too:
+        k-means of the embedding refined on it (``spectral.refine``), each
+        centroid the mean of its cluster's embedding rows, so that a new
+        point, which has only its features, goes to the nearest of them."""
         self.embedding_ = embedding
         self.normalize_rows_ = NORMALIZE_ROWS
-        self.cluster_centers_ = fit_centroids(embedding, k, seed, self.normalize_rows_)
+        if self.affinity_.takes_graph:
+            clusters = self._graph_clusters(embedding, k, seed)
+            self.cluster_centers_ = self._cluster_means(embedding, clusters, k)
+        else:
+            self.cluster_centers_ = fit_centroids(embedding, k, seed, self.normalize_rows_)
+            clusters = self._assign(embedding)
         known = labels >= 0
-        if known.any():
-            perm = label_permutation(labels[known], self._assign(embedding[known]), k)
-            self.cluster_centers_ = self.cluster_centers_[np.argsort(perm)]
-        self.labels_ = self._assign(embedding)
+        perm = (label_permutation(labels[known], clusters[known], k) if known.any()
+                else np.arange(k))
+        self.cluster_centers_ = self.cluster_centers_[np.argsort(perm)]
+        self.labels_ = perm[clusters]
         self.group_labels_ = None
         if groups is not None:
             # A group's points are views of one item, so one class: their
             # cluster is the nearest centroid of their mean row.
             ids, means = group_means(self._clustered_rows(embedding), groups)
             self.group_labels_ = self._assign(means)[ids]
+
+    def _graph_clusters(self, embedding, k, seed):
+        """Clusters of the given graph's nodes: k-means of the embedding
+        refined on the graph, on the nodes with an edge; a node without one
+        gets the nearest centroid of the others' clusters' mean rows."""
+        graph = self.affinity_.graph()
+        linked = np.diff(graph.indptr) > 0
+        refined = refine(graph, embedding, self.laplacian)
+        clusters = np.zeros(len(embedding), np.int64)
+        clusters[linked] = kmeans_labels(refined[linked], k, seed, self.normalize_rows_)
+        if not linked.all():
+            means = self._cluster_means(embedding[linked], clusters[linked], k)
+            clusters[~linked] = assign(embedding[~linked], means, self.normalize_rows_)
+        return clusters
+
+    def _cluster_means(self, embedding, clusters, k):
+        """Each cluster's mean embedding row, as k-means sees rows (float32)."""
+        rows = self._clustered_rows(embedding)
+        return np.stack([rows[clusters == c].mean(axis=0) for c in range(k)]).astype(np.float32)
 
     def _writes_logs(self):
         """A ``log_dir`` is set and this process writes (not a non-chief worker)."""

@@ -181,6 +181,34 @@ def laplacian_eigenvectors(w, k, laplacian="unnormalized", time_limit=None):
     return spectrum(w, k, laplacian, time_limit)[1]
 
 
+#: ``refine``'s most subspace iterations, and the squared Grassmann distance
+#: between two successive ones at which it stops sooner.
+REFINE_MAX_ITER = 100
+REFINE_TOL = 1e-8
+
+
+def refine(w, y, laplacian="unnormalized", max_iter=REFINE_MAX_ITER, tol=REFINE_TOL):
+    """An orthonormal basis (float64, n × k) of the span of ``y`` carried
+    towards the k smallest eigenvectors of the Laplacian L of ``w``: subspace
+    iteration with ``I - L / (2 max diag L)``, whose eigenvalues lie in
+    [0, 1] (Gershgorin), so that each step shrinks the angle to that
+    eigenspace and never grows it. From an embedding near the eigenvectors
+    (SpectralNet's, on the graph's own nodes) a few dozen sparse products
+    reach them; it stops after ``max_iter`` or once an iteration moves the
+    span by less than ``tol``."""
+    lap = laplacian_matrix(w, laplacian)
+    step = sp.identity(lap.shape[0], format="csr") - lap / (2.0 * max(lap.diagonal().max(),
+                                                                       1e-12))
+    q = np.linalg.qr(np.asarray(y, np.float64))[0]
+    for _ in range(max_iter):
+        moved = np.linalg.qr(step @ q)[0]
+        done = q.shape[1] - np.sum(np.square(q.T @ moved)) < tol
+        q = moved
+        if done:
+            break
+    return q
+
+
 def edge_purity(w, labels):
     """Per point i, the share of its edge weight in ``w`` (dense or sparse;
     row i, the diagonal left out) that joins it to points of its own label;
