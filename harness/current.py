@@ -52,10 +52,11 @@ MOVED = {f"{owner}{name}": f"{owner}schedule__{name}"
 #: the Siamese net never did; ``group_weight`` moved from the affinity to
 #: SpectralNet with its default; the schedules are ``Schedule`` parts;
 #: ``auto_widths`` is the "auto" net's table (``defaults_config``), as it
-#: was until the defaults' stage 4.
+#: was until the defaults' stage 4, and ``graph_hidden_units`` its net on a
+#: given graph, the same table until stage 6.
 ADDED = {"schedule__tol": 0.0, "group_weight": "balanced", "schedule": "Schedule",
          "affinity_embedding__schedule": "Schedule", "affinity_embedding__schedule__tol": 0.0,
-         "auto_widths": [[32, 256], [256, 512], [None, 1024]]}
+         "auto_widths": [[32, 256], [256, 512], [None, 1024]], "graph_hidden_units": None}
 
 #: Parameters the estimator has lost, each with a test of the recorded value
 #: (and the record's whole config) under which the record ran what today's
@@ -195,10 +196,11 @@ def defaults_config(**params):
     the records of ``bench.py suite`` and ``small-fit`` keep it: the default
     affinity and warm start as the objects their names make (their
     parameters beside), with "auto_widths", the table that resolves
-    ``hidden_units="auto"`` (a constant, not a parameter: without it a
+    ``hidden_units="auto"``, and "graph_hidden_units", its net on a given
+    graph (constants, not parameters: without them a
     record of another net would read as today's), no ``n_clusters``, which
     each data set sets, and no run-specific keys."""
-    from spectralnet_tf.estimator import AUTO_WIDTHS, SpectralNet
+    from spectralnet_tf.estimator import AUTO_WIDTHS, GRAPH_HIDDEN_UNITS, SpectralNet
     from spectralnet_tf.initializers import INITIALIZERS
 
     from . import reproduce
@@ -209,6 +211,7 @@ def defaults_config(**params):
     params.pop("n_clusters")
     if params.get("hidden_units") == "auto":
         params["auto_widths"] = AUTO_WIDTHS
+        params["graph_hidden_units"] = GRAPH_HIDDEN_UNITS
     return _comparable(params)
 
 

@@ -52,6 +52,12 @@ The rule, fixed before any figure of it:
    500 or 250 steps, at RMSprop rates 1e-3, 2e-3 or 4e-3. Its choice, 250
    steps at 4e-3, is ``SpectralInit``'s default (MNIST's recipe keeps the
    500 steps at 1e-3 it was measured with).
+6. **The net on a given graph.** With the training nodes' clusters taken
+   from the graph (``SpectralNet._cluster``), the net's one task there is
+   new nodes. On the suite's block models (``sbm``, ``sbm_strong``,
+   ``sbm_hex``), the same rule over ``GRAPH_NET_CANDIDATES`` scored by
+   the held-out nodes' ACC (``--fits graph --score held_acc``). Its
+   choice, one hidden layer of 8 units, is ``estimator.GRAPH_HIDDEN_UNITS``.
 
 MNIST and infinite MNIST choose nothing: they are not in the suite's
 default sets. Each stage writes one record (``bench.py report`` renders it).

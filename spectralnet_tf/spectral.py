@@ -194,8 +194,9 @@ def refine(w, y, laplacian="unnormalized", max_iter=REFINE_MAX_ITER, tol=REFINE_
     [0, 1] (Gershgorin), so that each step shrinks the angle to that
     eigenspace and never grows it. From an embedding near the eigenvectors
     (SpectralNet's, on the graph's own nodes) a few dozen sparse products
-    reach them; it stops after ``max_iter`` or once an iteration moves the
-    span by less than ``tol``."""
+    reach them. It stops after ``max_iter``, or once an iteration moves the
+    span by less than ``tol`` (squared Grassmann distance), which, where the
+    k-th and next eigenvalues are close, can still be short of them."""
     lap = laplacian_matrix(w, laplacian)
     step = sp.identity(lap.shape[0], format="csr") - lap / (2.0 * max(lap.diagonal().max(),
                                                                        1e-12))

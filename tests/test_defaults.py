@@ -58,3 +58,21 @@ def test_a_fit_of_a_given_graph_reaches_its_exact_clustering():
     net = SpectralNet(3, affinity="precomputed", random_state=0).fit(x, graph=graph)
     exact = cluster_graph(graph, 3, "normalized", 0)[0]
     assert acc(exact, net.labels_) == 1.0
+
+
+def test_a_given_graph_clusters_its_nodes_even_where_the_features_say_nothing():
+    """Features of pure noise: the net cannot tell the blocks apart, yet the
+    nodes' clusters are the graph's exact ones (the embedding refined on the
+    graph), and predict, from the features alone, sends each to the
+    nearest of its clusters' mean rows."""
+    from spectralnet_tf.centroids import assign, unit_rows
+
+    _, graph, y = _block_model(1)
+    x = np.random.default_rng(1).normal(size=(len(y), 2)).astype(np.float32)
+    net = SpectralNet(3, affinity="precomputed", random_state=0).fit(x, graph=graph)
+    exact = cluster_graph(graph, 3, "normalized", 0)[0]
+    assert acc(exact, net.labels_) == 1.0 and acc(y, net.labels_) > 0.98
+    rows = unit_rows(net.embedding_).numpy()
+    means = np.stack([rows[net.labels_ == c].mean(axis=0) for c in range(3)])
+    np.testing.assert_allclose(net.cluster_centers_, means, atol=1e-6)
+    np.testing.assert_array_equal(net.predict(x), assign(net.embedding_, means, True))

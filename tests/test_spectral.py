@@ -7,7 +7,7 @@ from spectralnet_tf.datasets import load_dataset
 from spectralnet_tf.metrics import acc
 from spectralnet_tf.spectral import (edge_purity, harmonic_labels, harmonic_scores,
                                      laplacian_matrix, poisson_labels, poisson_scores,
-                                     smallest_eigenvectors, spectral_clustering)
+                                     refine, smallest_eigenvectors, spectral_clustering)
 
 
 def test_exact_spectral_clustering_separates_nested_cs():
@@ -29,6 +29,24 @@ def test_eigenvectors_solve_the_laplacian(laplacian):
     assert np.all(np.diff(vals) >= 0) and vals[0] == pytest.approx(0, abs=1e-8)
     full = np.linalg.eigvalsh(lap.toarray())
     np.testing.assert_allclose(vals, full[:3], atol=1e-8)
+
+
+@pytest.mark.parametrize("laplacian", ["unnormalized", "normalized"])
+def test_refine_carries_a_start_to_the_eigenvectors_and_never_away(laplacian):
+    from spectralnet_tf.metrics import grassmann
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 2)).astype(np.float32)
+    w = GaussianKNNAffinity(n_nbrs=8, scale_nbr=3).fit(x, batch_size=300).graph(x)
+    _, vecs = smallest_eigenvectors(laplacian_matrix(w, laplacian), 3)
+    start = vecs + 0.3 * rng.normal(size=vecs.shape)
+    distances = [grassmann(refine(w, start, laplacian, max_iter=t, tol=0.0), vecs)
+                 for t in (0, 1, 2, 5, 20)]
+    assert distances[0] == pytest.approx(grassmann(start, vecs)) and distances[0] > 0.1
+    assert all(b <= a + 1e-12 for a, b in zip(distances, distances[1:]))
+    q = refine(w, start, laplacian, max_iter=5000, tol=0.0)
+    np.testing.assert_allclose(q.T @ q, np.eye(3), atol=1e-10)
+    assert grassmann(q, vecs) < 1e-6
 
 
 def _dense_and_lobpcg(monkeypatch, seed, n, n_nbrs, scale_nbr, k):
