@@ -53,11 +53,18 @@ The rule, fixed before any figure of it:
    steps at 4e-3, is ``SpectralInit``'s default (MNIST's recipe keeps the
    500 steps at 1e-3 it was measured with).
 6. **The net on a given graph.** With the training nodes' clusters taken
-   from the graph (``SpectralNet._cluster``), the net's one task there is
+   from the graph (``labels_``, docs/python.md), the net's one task there is
    new nodes. On the suite's block models (``sbm``, ``sbm_strong``,
    ``sbm_hex``), the same rule over ``GRAPH_NET_CANDIDATES`` scored by
    the held-out nodes' ACC (``--fits graph --score held_acc``). Its
    choice, one hidden layer of 8 units, is ``estimator.GRAPH_HIDDEN_UNITS``.
+
+Each stage ran on the code of its record's commit. A candidate ``{}`` is
+the defaults of the code it runs on: stages 2-4's meant the warm start's
+500 steps at 1e-3 and the auto widths before stage 4, and on the block
+model the nodes' clusters from the net alone (before stage 6); stage 5's
+candidates name their values. ``DEFAULT_SETS`` gained ``sbm_strong`` and
+``sbm_hex`` with stage 6: stages 1-5 ran without them.
 
 MNIST and infinite MNIST choose nothing: they are not in the suite's
 default sets. Each stage writes one record (``bench.py report`` renders it).
@@ -112,10 +119,8 @@ WIDTH_CANDIDATES = [{**widths, **steps}
 #: Stage 5, the warm start's budget (on the graph, fit and width before it):
 #: its steps (500 or 250) by its RMSprop rate (1e-3, 2e-3 or 4e-3); a higher
 #: rate may reach in fewer steps the start that 500 steps at 1e-3 reach.
-WARM_START_CANDIDATES = [{**steps, **rate}
-                         for steps in ({}, {"init__steps": 250})
-                         for rate in ({}, {"init__learning_rate": 2e-3},
-                                      {"init__learning_rate": 4e-3})]
+WARM_START_CANDIDATES = [{"init__steps": steps, "init__learning_rate": rate}
+                         for steps in (500, 250) for rate in (1e-3, 2e-3, 4e-3)]
 #: Stage 6, the net on the user's own graph (``estimator.GRAPH_HIDDEN_UNITS``),
 #: on the suite's block models, scored by their held-out nodes (the training
 #: nodes' clusters come from the graph): the "auto" net, or one hidden layer
@@ -287,7 +292,8 @@ def main(argv=None):
     p.add_argument("--fits", default="first",
                    help="fits: a JSON list of training candidates, or the name of one: first "
                         "(FIT_CANDIDATES, the default), budget (BUDGET_CANDIDATES), width "
-                        "(WIDTH_CANDIDATES) or warm (WARM_START_CANDIDATES)")
+                        "(WIDTH_CANDIDATES), warm (WARM_START_CANDIDATES) or graph "
+                        "(GRAPH_NET_CANDIDATES)")
     p.add_argument("--score", choices=["acc", "held_acc"], default="acc",
                    help="fits: the ACC the rule ranks by: the fitted points' (default), or "
                         "held_acc, the held-out nodes' of the block models")

@@ -21,10 +21,11 @@ Methods (each with its defaults, fed the same float32 arrays):
 - ``authors``: the authors' PyTorch package ``spectralnet`` 1.1.0, its
   defaults with an output width of k, in the peers' environment.
 
-On the block model (``sbm``) the methods take the graph: ``ours`` is
-``SpectralNet(4, affinity="precomputed", random_state=seed).fit(F_train,
+On the block models (``sbm``, ``sbm_strong``, ``sbm_hex``; k blocks) the
+methods take the graph: ``ours`` is
+``SpectralNet(k, affinity="precomputed", random_state=seed).fit(F_train,
 graph=W_train)`` (training nodes from ``labels_``, held-out nodes from
-``predict(F_held)``), ``sc`` is scikit-learn's ``SpectralClustering(4,
+``predict(F_held)``), ``sc`` is scikit-learn's ``SpectralClustering(k,
 affinity="precomputed", random_state=seed)`` of the training graph (exact
 spectral clustering), ``two-stage`` is those clusters taught to an SVM
 (``SVC()``, RBF) of the training features that predicts the held-out nodes,

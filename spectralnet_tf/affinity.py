@@ -54,9 +54,9 @@ def piece_sizes(edges):
 
 def sparse_graph(w):
     """The nonzero entries of a dense W (a tensor) as a scipy CSR matrix in
-    float64, for the exact solvers: a kNN graph on a subsample holds a few
-    percent of its pairs, and a dense float64 copy of it would cost more
-    than the graph itself."""
+    float64, for the exact solvers and the graph's pieces: a kNN graph holds
+    few of its pairs, and a dense float64 copy of it would cost more than
+    the graph itself."""
     where = tf.where(tf.not_equal(w, 0.0))
     values = tf.gather_nd(w, where).numpy().astype(np.float64)
     where = where.numpy()

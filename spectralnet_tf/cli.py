@@ -471,12 +471,15 @@ def run():
     """The installed ``spectralnet`` command: ``main``, then the process ends
     at once with its status. Every file is written and closed by then, and
     the standard streams are flushed here; what is skipped is the
-    interpreter's teardown of TensorFlow's modules, which takes about a
-    second and does nothing a user waits for. (A failure that escapes
+    interpreter's teardown of TensorFlow's modules, which takes a
+    while and does nothing a user waits for. (A failure that escapes
     ``main`` exits the usual way, with its traceback.)"""
     status = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # ``spectralnet predict ... | head``: the reader left
+        pass
     os._exit(status)
 
 

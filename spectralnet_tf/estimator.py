@@ -213,7 +213,8 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
     A network F_theta maps each point to the k smallest eigenvectors of the
     graph Laplacian of the data, trained by the paper's Algorithm 1 on random
     minibatches. k-means on the embedding's unit-length rows gives the
-    clusters; a new point goes through the net to the nearest centroid. The
+    clusters (on a given graph, on the embedding refined on the graph); a
+    new point goes through the net to the nearest centroid. The
     parts (``GaussianKNNAffinity``, ``SiameseEmbedding``, ``Eigengap``,
     ``Schedule``) take nested keys (``set_params(affinity__n_nbrs=5)``), which replace the part
     by a copy. docs/python.md explains each parameter; docs/training.md, training.
@@ -225,7 +226,8 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         ``fit`` by the training graph's largest eigengap (``n_clusters_``).
     hidden_units : tuple of int or "auto", default="auto"
         ReLU layers of F_theta, before a size-k layer and Orthonorm; "auto":
-        ``(w, w, w/2)``, w from the input width and n (``auto_hidden_units``).
+        ``(w, w, w/2)``, w from the input width and n (``auto_hidden_units``),
+        and ``GRAPH_HIDDEN_UNITS`` on a given graph.
     output_activation : {"tanh", "linear"}, default="tanh"
         Activation of the size-k layer ("tanh": the paper's Table 3).
     affinity : {"knn", "full", "precomputed"} or Affinity, default="knn"
@@ -720,22 +722,27 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         ``labels_``, ``group_labels_``); after a semi-supervised fit the
         clusters take the ids of the labeled classes they hold.
 
-        On the user's own graph its nodes' clusters come from the graph too:
-        k-means of the embedding refined on it (``spectral.refine``), each
-        centroid the mean of its cluster's embedding rows, so that a new
-        point, which has only its features, goes to the nearest of them."""
+        On the user's own graph, without labels or groups (which train on
+        the graph as they reshape it), its nodes' clusters come from the
+        graph too: k-means of the embedding refined on it
+        (``spectral.refine``), each centroid the mean of its cluster's
+        unit-length embedding rows, so that a new point, which has only its
+        features, goes to the nearest of them."""
         self.embedding_ = embedding
         self.normalize_rows_ = NORMALIZE_ROWS
-        if self.affinity_.takes_graph:  # every node has an edge (check_graph)
+        known = labels >= 0
+        clusters = None
+        if self.affinity_.takes_graph and not known.any() and groups is None:
+            # every node has an edge (check_graph)
             clusters = kmeans_labels(refine(self.affinity_.graph(), embedding, self.laplacian),
                                      k, seed, self.normalize_rows_)
-            rows = self._clustered_rows(embedding)
-            self.cluster_centers_ = np.stack([rows[clusters == c].mean(axis=0)
-                                              for c in range(k)])
-        else:
+            means = group_means(self._clustered_rows(embedding), clusters)[1]
+            if len(means) < k:  # k-means left a cluster empty: the embedding's own clusters
+                clusters = None
+            self.cluster_centers_ = means
+        if clusters is None:
             self.cluster_centers_ = fit_centroids(embedding, k, seed, self.normalize_rows_)
             clusters = self._assign(embedding)
-        known = labels >= 0
         perm = (label_permutation(labels[known], clusters[known], k) if known.any()
                 else np.arange(k))
         self.cluster_centers_ = self.cluster_centers_[np.argsort(perm)]

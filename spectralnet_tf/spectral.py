@@ -192,12 +192,12 @@ def refine(w, y, laplacian="unnormalized", max_iter=REFINE_MAX_ITER, tol=REFINE_
     towards the k smallest eigenvectors of the Laplacian L of ``w``: subspace
     iteration with ``I - L / (2 max diag L)``, whose eigenvalues lie in
     [0, 1] (Gershgorin), so that each step shrinks the angle to that
-    eigenspace and never grows it. From an embedding near the eigenvectors
-    (SpectralNet's, on the graph's own nodes) a few dozen sparse products
-    reach them. It stops after ``max_iter``, or once an iteration moves the
+    eigenspace and never grows it: from an embedding near the eigenvectors
+    (SpectralNet's, on the graph's own nodes) sparse products reach them,
+    at a rate set by the gap after the k-th eigenvalue. It stops after ``max_iter``, or once an iteration moves the
     span by less than ``tol`` (squared Grassmann distance), which, where the
     k-th and next eigenvalues are close, can still be short of them."""
-    lap = laplacian_matrix(w, laplacian)
+    lap = laplacian_matrix(sp.csr_matrix(w, dtype=np.float64), laplacian)
     step = sp.identity(lap.shape[0], format="csr") - lap / (2.0 * max(lap.diagonal().max(),
                                                                        1e-12))
     q = np.linalg.qr(np.asarray(y, np.float64))[0]

@@ -50,5 +50,5 @@ full = net.affinity_.for_full_data(len(z), config["batch_size"])
 exact, eigvecs = spectral_clustering(z, k, full, neighbors="exact", random_state=args.seed)
 print(json.dumps({"acc": acc(y, net.labels_), "exact_acc": acc(y, exact),
                   "grassmann": grassmann(net.embedding_, eigvecs),
-                  "epochs": len(net.history_["loss"]), "init": net.init,
+                  "epochs": len(net.history_["loss"]), "init": str(net.init),
                   "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS")}))

@@ -389,12 +389,17 @@ def test_help_is_fast_and_prints_no_tensorflow_logs(argv):
     assert not any(marker in done.stdout for marker in TF_LOG_MARKERS if marker != "tensorflow")
 
 
-def test_installed_command_reports_bad_input_in_one_line_before_it_exits(tmp_path):
-    # The command ends with os._exit: its one line must be flushed first.
-    done = subprocess.run([_command(), "fit", str(tmp_path / "missing.npy"), "-k", "2",
-                           "-o", str(tmp_path / "m")], capture_output=True, text=True, timeout=60)
-    assert_one_line_error(done.returncode, done.stdout, done.stderr, "missing.npy")
-    assert not (tmp_path / "m").exists()
+def test_the_installed_entry_flushes_what_main_wrote_before_it_exits():
+    # run() ends with os._exit, which flushes nothing itself: a pipe's buffered
+    # stdout is lost unless run() flushes it first.
+    from importlib.metadata import entry_points
+
+    assert entry_points(group="console_scripts")["spectralnet"].value == "spectralnet_tf.cli:run"
+    done = subprocess.run(
+        [sys.executable, "-c", "import spectralnet_tf.cli as c\n"
+                               "c.main = lambda: print('written', end='') or 2\nc.run()"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert (done.returncode, done.stdout) == (2, "written"), done.stderr
 
 
 def test_importing_the_cli_does_not_import_tensorflow():

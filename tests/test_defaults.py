@@ -52,12 +52,23 @@ def _block_model(seed, per=100, k=3, p_in=0.3, p_out=0.02):
 
 def test_a_fit_of_a_given_graph_reaches_its_exact_clustering():
     """Trained on the user's graph, the clusters of its nodes are those of
-    exact spectral clustering of that graph (features standardized by the
-    net, so their units do not matter)."""
+    exact spectral clustering of that graph, and the net, from features in
+    an instrument's units (standardized by the net), predicts them."""
     x, graph, y = _block_model(0)
     net = SpectralNet(3, affinity="precomputed", random_state=0).fit(x, graph=graph)
     exact = cluster_graph(graph, 3, "normalized", 0)[0]
     assert acc(exact, net.labels_) == 1.0
+    assert acc(exact, net.predict(x)) > 0.95
+
+
+def test_the_auto_net_on_a_given_graph_is_one_small_layer():
+    from spectralnet_tf import estimator
+
+    assert SpectralNet(3, affinity="precomputed").plan(300, 2).hidden_units == (8,)
+    assert estimator.GRAPH_HIDDEN_UNITS == (8,)
+    assert SpectralNet(3).plan(300, 2).hidden_units == estimator.auto_hidden_units(300, 2)
+    assert SpectralNet(3, affinity="precomputed", hidden_units=(16, 16)).plan(
+        300, 2).hidden_units == (16, 16)
 
 
 def test_a_given_graph_clusters_its_nodes_even_where_the_features_say_nothing():

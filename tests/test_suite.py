@@ -110,6 +110,20 @@ def test_sbm_blocks_split_and_graph():
     assert 0.68 < acc(g.y, suite_sets.bayes_rule(g, np.arange(1200))) < 0.77
 
 
+@pytest.mark.parametrize("name,k,d,bayes", [("sbm_strong", 4, 4, (0.92, 0.98)),
+                                             ("sbm_hex", 6, 10, (0.6, 0.74))])
+def test_the_other_block_models(name, k, d, bayes):
+    g = suite_sets.SETS[name][0](seed=0)
+    assert g.features.shape == (1200, d) and g.k == k
+    assert np.bincount(g.y).tolist() == [1200 // k] * k
+    assert len(g.train) == 960 and g.graph.shape == (960, 960)
+    assert (g.graph != g.graph.T).nnz == 0 and g.graph.diagonal().sum() == 0
+    assert suite_sets.GROUPS["graph"] == ["sbm", "sbm_strong", "sbm_hex"]
+    from spectralnet_tf import acc
+
+    assert bayes[0] < acc(g.y, suite_sets.bayes_rule(g, np.arange(1200))) < bayes[1]
+
+
 def test_resolve_sets_groups_and_default():
     assert "mnist" not in suite_sets.DEFAULT_SETS and "sbm" in suite_sets.DEFAULT_SETS
     assert suite_sets.resolve_sets(["traps", "iris", "anisotropic"]) == [
