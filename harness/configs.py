@@ -33,9 +33,9 @@ CONFIGS = {
     # - a linear size-10 layer before Orthonorm (far more accurate than the
     #   paper's tanh on these codes);
     # - the warm start: from random weights a run can stop on a saddle of the
-    #   loss. Its 500 steps at 1e-3, the package's default when this recipe
-    #   was measured (the defaults' stage 5 has since set a default fit's to
-    #   250 steps at 4e-3, on the development suite, which MNIST is not in);
+    #   loss; 500 steps at 1e-3, the start this recipe was measured with (a
+    #   default fit's budget is chosen on the development suite, which MNIST
+    #   is not in);
     # - 10 affinity neighbours with a local scale (5th neighbour): exact
     #   spectral clustering of the codes is far more accurate on that graph
     #   than with a global scale;

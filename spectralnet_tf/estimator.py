@@ -733,13 +733,7 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         known = labels >= 0
         clusters = None
         if self.affinity_.takes_graph and not known.any() and groups is None:
-            # every node has an edge (check_graph)
-            clusters = kmeans_labels(refine(self.affinity_.graph(), embedding, self.laplacian),
-                                     k, seed, self.normalize_rows_)
-            means = group_means(self._clustered_rows(embedding), clusters)[1]
-            if len(means) < k:  # k-means left a cluster empty: the embedding's own clusters
-                clusters = None
-            self.cluster_centers_ = means
+            clusters, self.cluster_centers_ = self._graph_clusters(embedding, k, seed)
         if clusters is None:
             self.cluster_centers_ = fit_centroids(embedding, k, seed, self.normalize_rows_)
             clusters = self._assign(embedding)
@@ -753,6 +747,16 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
             # cluster is the nearest centroid of their mean row.
             ids, means = group_means(self._clustered_rows(embedding), groups)
             self.group_labels_ = self._assign(means)[ids]
+
+    def _graph_clusters(self, embedding, k, seed):
+        """``(clusters, centroids)`` of the given graph's nodes (every one has
+        an edge, ``check_graph``): k-means of the embedding refined on the
+        graph, and each cluster's mean unit-length row; ``(None, None)``
+        where k-means left a cluster empty."""
+        clusters = kmeans_labels(refine(self.affinity_.graph(), embedding, self.laplacian), k,
+                                 seed, self.normalize_rows_)
+        means = group_means(self._clustered_rows(embedding), clusters)[1]
+        return (clusters, means) if len(means) == k else (None, None)
 
     def _writes_logs(self):
         """A ``log_dir`` is set and this process writes (not a non-chief worker)."""

@@ -120,7 +120,7 @@ def _lobpcg_smallest(lap, k, tol, max_iter=None, precond=None, time_limit=None, 
     past ``time_limit`` seconds an unconverged one is an ``EigensolverTimeout``.
     No Jacobi preconditioner: on near-disconnected graphs it made LOBPCG fail."""
     begin = time.perf_counter()
-    scale = 2.0 * lap.diagonal().max()
+    scale = spectral_bound(lap)
     block = np.random.default_rng(seed).normal(size=(lap.shape[0], k + max(4, k // 2)))
     done = 0
     while True:
@@ -187,6 +187,12 @@ REFINE_MAX_ITER = 100
 REFINE_TOL = 1e-8
 
 
+def spectral_bound(lap):
+    """``2 max(diag L)``: at least the largest eigenvalue of a graph
+    Laplacian L (Gershgorin), the scale of its spectrum."""
+    return 2.0 * max(lap.diagonal().max(), 1e-12)
+
+
 def refine(w, y, laplacian="unnormalized", max_iter=REFINE_MAX_ITER, tol=REFINE_TOL):
     """An orthonormal basis (float64, n × k) of the span of ``y`` carried
     towards the k smallest eigenvectors of the Laplacian L of ``w``: subspace
@@ -194,12 +200,12 @@ def refine(w, y, laplacian="unnormalized", max_iter=REFINE_MAX_ITER, tol=REFINE_
     [0, 1] (Gershgorin), so that each step shrinks the angle to that
     eigenspace and never grows it: from an embedding near the eigenvectors
     (SpectralNet's, on the graph's own nodes) sparse products reach them,
-    at a rate set by the gap after the k-th eigenvalue. It stops after ``max_iter``, or once an iteration moves the
-    span by less than ``tol`` (squared Grassmann distance), which, where the
-    k-th and next eigenvalues are close, can still be short of them."""
+    at a rate set by the gap after the k-th eigenvalue. It stops after
+    ``max_iter``, or once an iteration moves the span by less than ``tol``
+    (squared Grassmann distance), which, where the k-th and next eigenvalues
+    are close, can still be short of them."""
     lap = laplacian_matrix(sp.csr_matrix(w, dtype=np.float64), laplacian)
-    step = sp.identity(lap.shape[0], format="csr") - lap / (2.0 * max(lap.diagonal().max(),
-                                                                       1e-12))
+    step = sp.identity(lap.shape[0], format="csr") - lap / spectral_bound(lap)
     q = np.linalg.qr(np.asarray(y, np.float64))[0]
     for _ in range(max_iter):
         moved = np.linalg.qr(step @ q)[0]
