@@ -52,6 +52,8 @@ def render(renderer, paths):
     }
     if renderer in per_record:
         return "\n\n".join(per_record[renderer](p) for p in paths)
+    if renderer == "runs":  # several "rows" records of one header make one table
+        return _printed(runs_table, paths)
     if renderer == "saddle":  # several MNIST records make one table
         return _printed(saddle.cmd_table, one(records=paths))
     if renderer == "scale":
@@ -200,6 +202,20 @@ def _table_head(records, columns):
     print("\n".join(f"- {record_heading(r)}" for r in records) + "\n")
     print("| " + " | ".join(columns) + " |")
     print("|" + " --- |" * len(columns))
+
+
+def runs_table(paths):
+    """Several "rows" records (the seeds of one command) as one table under
+    their headings; their headers must agree."""
+    records = [load_record(p) for p in paths]
+    header = records[0]["header"]
+    for r in records:
+        if r["header"] != header:
+            raise ValueError(f"runs: {r['command']!r} has another header than "
+                             f"{records[0]['command']!r}")
+    _table_head(records, header)
+    print("\n".join("| " + " | ".join(str(c) for c in row) + " |"
+                    for r in records for row in r["rows"]))
 
 
 def scale_table(paths):

@@ -392,3 +392,23 @@ def test_every_current_row_has_an_entry_and_no_record_ran_a_stale_config():
                "A default fit of 5,000 × 100")
     assert not [line for line in warnings if line.startswith(checked)]
     assert {entry["row"] for entry in current.ENTRIES if entry.get("defaults")} >= set(checked[2:])
+
+
+def test_runs_renders_the_seeds_of_one_command_as_one_table(bench, tmp_path):
+    paths = []
+    for seed, acc in ((0, "0.98"), (1, "0.97")):
+        record = {"kind": "rows", "command": f"python scripts/bench.py run -- --seed {seed}",
+                  "commit": "abc1234", "date": "2026-12-07", "machine": "2 cores",
+                  "header": ["seed", "ACC"], "rows": [[str(seed), acc]]}
+        paths.append(str(tmp_path / f"r{seed}.json"))
+        with open(paths[-1], "w") as f:
+            json.dump(record, f)
+    assert bench.render("runs", paths) == (
+        "- `python scripts/bench.py run -- --seed 0`, commit abc1234, 2026-12-07, 2 cores\n"
+        "- `python scripts/bench.py run -- --seed 1`, commit abc1234, 2026-12-07, 2 cores\n\n"
+        "| seed | ACC |\n| --- | --- |\n| 0 | 0.98 |\n| 1 | 0.97 |")
+    record["header"] = ["seed", "NMI"]
+    with open(paths[-1], "w") as f:
+        json.dump(record, f)
+    with pytest.raises(ValueError, match="another header"):
+        bench.render("runs", paths)
