@@ -24,6 +24,7 @@ numbers).
 
 
 import numbers
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -50,6 +51,20 @@ def piece_sizes(edges):
     whose edges ``edges`` (sparse, symmetric) holds."""
     count, labels = connected_components(edges, directed=False)
     return np.sort(np.bincount(labels, minlength=count))[::-1]
+
+
+class SubsampleGraph(NamedTuple):
+    """The graph the minibatches sample (``Affinity.sampled_graph``) on a
+    subsample of the training points: their ``rows`` and W (``sparse_graph``).
+    Built once per fit: its pieces are counted (``Affinity.pieces``) and the
+    warm start solves it."""
+    rows: np.ndarray
+    w: sp.csr_matrix
+
+    def pieces(self):
+        """The sizes, largest first, of W's pieces: no edge of weight above
+        ``EDGE_FLOOR`` of the largest between them."""
+        return piece_sizes(self.w > EDGE_FLOOR * self.w.max())
 
 
 def sparse_graph(w):
@@ -101,8 +116,10 @@ class Affinity(BaseEstimator):
     - ``kernel_matrix(coords)``: the dense W of a minibatch, inside the
       compiled training step;
     - ``for_full_data(n, batch_size)``: the affinity on all n points that
-      minibatches of ``batch_size`` sample, and ``sampled_graph(coords,
-      batch_size)`` its dense W on a subsample;
+      minibatches of ``batch_size`` sample, ``sampled_graph(coords,
+      batch_size)`` its dense W on a subsample, and ``subsample_graph(coords,
+      batch_size, seed)`` that W on a random subsample, sparse, and
+      ``pieces(coords, subsample)`` the sizes of the graph's pieces;
     - ``graph(z, neighbors)``: W over all the points (exact spectral
       clustering, the true eigenvectors);
     - ``n_neighbors_needed()`` and ``ranks()``: the neighbours a minibatch
@@ -156,17 +173,23 @@ class Affinity(BaseEstimator):
         subsample's size): what the warm start and the label targets solve."""
         return self.for_full_data(len(coords), batch_size).kernel_matrix(tf.constant(coords))
 
-    def pieces(self, coords, batch_size, seed=0):
-        """The sizes, largest first, of the pieces (connected components:
-        no edge of weight above ``EDGE_FLOOR`` of the largest between them)
-        of the graph the minibatches sample, on a random subsample of the
-        points whose coordinates are ``coords`` (``sampling.subsample_size``:
-        all of them up to 4,096)."""
+    def subsample_graph(self, coords, batch_size, seed=0):
+        """The ``SubsampleGraph`` on a random subsample (sorted rows,
+        ``sampling.subsample_size`` of them: all up to 4,096) of the points
+        whose coordinates are ``coords``: the rows a warm start of the same
+        seed draws without constraints (``constraints.subsample_rows``)."""
         n = len(coords)
         rows = np.sort(np.random.default_rng(seed).choice(n, subsample_size(n, batch_size),
                                                           replace=False))
-        w = self.sampled_graph(np.asarray(coords)[rows], batch_size)
-        return piece_sizes(sparse_graph(tf.cast(w > EDGE_FLOOR * tf.reduce_max(w), w.dtype)))
+        return SubsampleGraph(rows, sparse_graph(self.sampled_graph(np.asarray(coords)[rows],
+                                                                    batch_size)))
+
+    def pieces(self, coords, subsample):
+        """The sizes, largest first, of the pieces (connected components) of
+        the graph the minibatches sample on the points whose coordinates are
+        ``coords``, counted on ``subsample``, their ``subsample_graph``."""
+        del coords  # a random subsample's graph stands for the graph
+        return subsample.pieces()
 
     def __call__(self, x):
         """W of a minibatch of points x (their coordinates computed first)."""
@@ -510,9 +533,11 @@ class PrecomputedAffinity(Affinity):
         rows = np.asarray(coords, np.float64)[:, 0].round().astype(np.int64)
         return self.graph_[rows][:, rows]
 
-    def pieces(self, coords, batch_size, seed=0):
+    def pieces(self, coords, subsample):
         """The sizes of the pieces of W on the points ``coords`` names, all
-        of them: a random part of a sparse graph falls apart."""
+        of them, not on ``subsample``: a random part of a sparse graph falls
+        apart."""
+        del subsample
         w = self.graph_of(coords)
         return piece_sizes(w > EDGE_FLOOR * w.max())
 

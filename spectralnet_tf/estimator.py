@@ -574,7 +574,9 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                     affinity.coordinates(Z[val], val))
         k = self._choose_k(plan.n_clusters, affinity, data.c_train, plan.batch_size, scale_seed,
                            eigvecs)
-        warn_of_pieces(affinity.pieces(data.c_train, plan.batch_size, scale_seed), k)
+        # The warm start of the same seed solves this graph (``SpectralInit``).
+        subsample = affinity.subsample_graph(data.c_train, plan.batch_size, train_seed)
+        warn_of_pieces(affinity.pieces(data.c_train, subsample), k)
         with self._strategy().scope():  # mirrored variables under a strategy
             spectral_model = build_spectralnet(
                 Z.shape[1], k, plan.hidden_units, seed=net_seed,
@@ -582,7 +584,7 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                 scaling=input_scaling(data.x_train))
         self.history_ = self._train(spectral_model, plan, data, labels[np.r_[train, val]],
                                     None if groups is None else groups[train], train_seed,
-                                    checkpointers.get("spectral"), Z, eigvecs)
+                                    checkpointers.get("spectral"), Z, eigvecs, subsample)
         if self.encoder is not None:
             self.history_["encode_seconds"] = encode_seconds
         self.model_ = (spectral_model if self.encoder is None
@@ -688,7 +690,8 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         self.n_clusters_ = k
         return k
 
-    def _train(self, model, plan, data, labels, groups, seed, checkpointer, Z, eigvecs):
+    def _train(self, model, plan, data, labels, groups, seed, checkpointer, Z, eigvecs,
+               subsample):
         """Algorithm 1 (``train.train_spectralnet``) with this estimator's
         constraints, initializer and callbacks; returns the history."""
         n_train = len(data.x_train)
@@ -715,7 +718,7 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                                  initializer=initializer, callbacks=callbacks,
                                  strategy=self._strategy(),
                                  resuming=checkpointer is not None
-                                 and checkpointer.latest() is not None)
+                                 and checkpointer.latest() is not None, subsample=subsample)
 
     def _cluster(self, embedding, k, labels, groups, seed):
         """k-means on the embedding (``embedding_``, ``cluster_centers_``,

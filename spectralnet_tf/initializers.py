@@ -91,16 +91,21 @@ class SpectralInit(BaseEstimator):
         it (``Affinity.sampled_graph``, with the constraints' pairs set),
         computed exactly in float64 (under a strategy, the first replica's
         are used everywhere), scaled to RMS ``rms``. The same for the same
-        seed."""
+        seed. Without constraints, the setup's ``subsample`` graph is
+        solved where its rows are these."""
         config = setup.config
         n = len(setup.data.x_train)
         size = subsample_size(n, config.batch_size)
         rng = np.random.default_rng(config.seed)
         rows = subsample_rows(setup.constraints, rng, n, size)
-        w = setup.affinity.sampled_graph(setup.data.c_train[rows], config.batch_size)
-        w = apply_all(setup.constraints, w, tf.constant(rows, tf.int32))
+        given = setup.subsample
+        if given is not None and not setup.constraints and np.array_equal(given.rows, rows):
+            w = given.w
+        else:
+            w = setup.affinity.sampled_graph(setup.data.c_train[rows], config.batch_size)
+            w = sparse_graph(apply_all(setup.constraints, w, tf.constant(rows, tf.int32)))
         # float64: near-degenerate small eigenvalues must not drown in float32 rounding.
-        vecs = laplacian_eigenvectors(sparse_graph(w), setup.n_outputs, config.laplacian)
+        vecs = laplacian_eigenvectors(w, setup.n_outputs, config.laplacian)
         target = distribute.run(setup.strategy, distribute.from_first, tf.constant(
             self.rms * np.sqrt(size) * vecs, tf.float32))
         return rows, target.numpy()

@@ -61,6 +61,9 @@ class Setup(NamedTuple):
     config: Config
     constraints: tuple
     strategy: object
+    #: The training graph on a subsample (``affinity.SubsampleGraph``), if
+    #: already built, for the initializer to reuse.
+    subsample: object = None
 
     @property
     def orthonorm(self):
@@ -150,7 +153,7 @@ def validation_batches(setup):
 
 
 def train_spectralnet(model, affinity, data, config, *, constraints=(), initializer=None,
-                      callbacks=(), strategy=None, resuming=False):
+                      callbacks=(), strategy=None, resuming=False, subsample=None):
     """Algorithm 1: train F_theta (``model``, ending in Orthonorm) on
     ``data`` (a ``Data``) with alternating ortho and gradient steps, then set
     the Orthonorm kernel on the whole training set. Returns the history.
@@ -163,6 +166,9 @@ def train_spectralnet(model, affinity, data, config, *, constraints=(), initiali
     ``Checkpoint`` callback restores the training; the start is not refitted.
     Under a ``tf.distribute`` ``strategy`` (``model`` built in its scope),
     each step is data-parallel, on the same global minibatches as without.
+    ``subsample``: the training graph on a subsample
+    (``Affinity.subsample_graph``), which the initializer solves if it
+    draws the same rows, instead of building it again.
     """
     strategy = distribute.get(strategy)
     distribute.check_divisible("batch_size", config.batch_size, strategy)
@@ -171,7 +177,7 @@ def train_spectralnet(model, affinity, data, config, *, constraints=(), initiali
     constraints = tuple(constraints)
     data = Data(*(np.asarray(a, np.float32) for a in data))
     body, orthonorm = orthonorm_input(model), model.layers[-1]
-    setup = Setup(model, body, affinity, data, config, constraints, strategy)
+    setup = Setup(model, body, affinity, data, config, constraints, strategy, subsample)
     for constraint in constraints:
         constraint.prepare(setup)
     val_batches = validation_batches(setup)

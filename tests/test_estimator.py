@@ -369,6 +369,35 @@ def test_as_many_pieces_as_clusters_pass_without_a_warning():
                     random_state=0).fit(_three_far_blobs())
 
 
+def test_the_pieces_and_the_warm_start_share_one_subsample_graph(monkeypatch):
+    """The graph of the subsample is built once a fit: its pieces are
+    counted on it and the warm start solves it (the same rows), and that
+    warm start is the one a graph built anew gives."""
+    from spectralnet_tf.initializers import SpectralInit
+
+    built, starts = [], []
+    sampled, eigenvectors = GaussianKNNAffinity.sampled_graph, SpectralInit.eigenvectors
+
+    def counted(self, coords, batch_size):
+        built.append(len(coords))
+        return sampled(self, coords, batch_size)
+
+    def kept(self, setup):
+        starts.append(eigenvectors(self, setup))
+        fresh = eigenvectors(self, setup._replace(subsample=None))
+        starts.append(fresh)
+        return starts[-2]
+
+    monkeypatch.setattr(GaussianKNNAffinity, "sampled_graph", counted)
+    monkeypatch.setattr(SpectralInit, "eigenvectors", kept)
+    SpectralNet(3, hidden_units=(8,), schedule=Schedule(max_epochs=1, steps_per_epoch=1),
+                random_state=0).fit(_three_far_blobs())
+    assert built == [270, 270]  # once by the fit, once by the fresh solve above
+    (rows, shared), (fresh_rows, fresh) = starts
+    np.testing.assert_array_equal(rows, fresh_rows)
+    np.testing.assert_array_equal(shared, fresh)
+
+
 @pytest.mark.parametrize("X, k, match", [
     (np.ones((1, 3)), 1, r"X: Found array with 1 sample\(s\)"),
     (np.full((50, 1), 7.0), 2, r"X has 1 distinct rows, fewer than n_clusters=2: each cluster "

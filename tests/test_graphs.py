@@ -131,3 +131,37 @@ def test_the_replicas_of_a_strategy_build_the_same_submatrix_row_blocks():
     assert done.returncode == 0, done.stderr[-2000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["replicas"] == 2 and got["max_diff"] < 1e-6 and got["one_device"] < 1e-6
+
+
+@pytest.mark.parametrize("extra", ["partial_labels", "groups"])
+def test_labels_or_groups_on_a_given_graph_cluster_the_embedding_unrefined(monkeypatch, extra):
+    """Labels and groups train on the graph as they reshape it, so their
+    clusters are k-means of the net's embedding, not of it refined on the
+    given graph: ``refine`` is never called, and each training node's
+    cluster is the one ``predict`` gives it."""
+    import spectralnet_tf.estimator as estimator
+
+    def refused(*args, **kwargs):
+        raise AssertionError("refine was called")
+
+    monkeypatch.setattr(estimator, "refine", refused)
+    x, w, y = sbm(n=300, p_in=0.1, p_out=0.01, seed=0)
+    given = ({"partial_labels": np.where(np.arange(300) < 30, y, -1)} if extra == "partial_labels"
+             else {"groups": np.arange(300) // 2})
+    net = SpectralNet(3, affinity="precomputed", hidden_units=(8,),
+                      schedule=Schedule(max_epochs=2, steps_per_epoch=5), random_state=0)
+    net.fit(x, graph=w, **given)
+    np.testing.assert_array_equal(net.predict(x), net.labels_)
+
+
+def test_without_labels_the_given_graph_refines_its_nodes_clusters(monkeypatch):
+    """The contrast of the test above: a plain fit on a given graph refines."""
+    import spectralnet_tf.estimator as estimator
+
+    calls = []
+    real = estimator.refine
+    monkeypatch.setattr(estimator, "refine", lambda *a, **k: calls.append(1) or real(*a, **k))
+    x, w, _ = sbm(n=300, p_in=0.1, p_out=0.01, seed=0)
+    SpectralNet(3, affinity="precomputed", hidden_units=(8,),
+                schedule=Schedule(max_epochs=2, steps_per_epoch=5), random_state=0).fit(x, graph=w)
+    assert calls == [1]
