@@ -180,6 +180,23 @@ def wide_blobs(seed=0):
     return _set(x, y, k)
 
 
+#: ``high_dims``: points, features and blobs: a width like an image's pixels
+#: or a text's vocabulary, above every other set's (``AUTO_WIDTHS``' top band).
+HIGH_DIMS = (1000, 1000, 4)
+
+
+def high_dims(seed=0):
+    """Four Gaussian blobs in 1,000 dimensions, 1,000 points:
+    ``make_blobs(1000, 1000, centers=4, random_state=seed)``. Every method
+    separates them; the set is here for its width, where a step size that
+    suits a hundred features can move a net's first layer too far."""
+    from sklearn.datasets import make_blobs
+
+    n, d, k = HIGH_DIMS
+    x, y = make_blobs(n, d, centers=k, random_state=seed)
+    return _set(x, y, k)
+
+
 #: The block model's parameters: nodes a block, link probabilities, the
 #: square's side (4 block means in 2 informative features), noise features,
 #: the held-out share.
@@ -294,6 +311,7 @@ SETS = {
     "blobs_outliers": (blobs_outliers, "traps"), "unequal": (unequal, "traps"),
     "noise_dims": (noise_dims, "traps"), "anisotropic": (anisotropic, "traps"),
     "moons_outliers": (moons_outliers, "traps"), "wide_blobs": (wide_blobs, "traps"),
+    "high_dims": (high_dims, "traps"),
     "sbm": (sbm, "graph"), "sbm_strong": (sbm_strong, "graph"), "sbm_hex": (sbm_hex, "graph"),
     "mnist": (mnist, "mnist"),
 }

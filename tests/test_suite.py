@@ -22,9 +22,10 @@ SHAPES = [("iris", 150, 4, 3, 150), ("wine", 178, 13, 3, 178),
           ("breast_cancer", 569, 30, 2, 569), ("digits", 1797, 64, 10, 1797),
           ("blobs_outliers", 2000, 2, 4, 1900), ("unequal", 2000, 2, 3, 2000),
           ("noise_dims", 2000, 53, 4, 2000), ("anisotropic", 1500, 2, 3, 1500),
-          ("moons_outliers", 2000, 2, 2, 1900), ("wide_blobs", 5000, 100, 5, 5000)]
+          ("moons_outliers", 2000, 2, 2, 1900), ("wide_blobs", 5000, 100, 5, 5000),
+          ("high_dims", 1000, 1000, 4, 1000)]
 DRAWN = ["blobs_outliers", "unequal", "noise_dims", "anisotropic", "moons_outliers",
-         "wide_blobs"]
+         "wide_blobs", "high_dims"]
 
 
 @pytest.mark.parametrize("name,n,d,k,scored", SHAPES)
@@ -128,7 +129,7 @@ def test_resolve_sets_groups_and_default():
     assert "mnist" not in suite_sets.DEFAULT_SETS and "sbm" in suite_sets.DEFAULT_SETS
     assert suite_sets.resolve_sets(["traps", "iris", "anisotropic"]) == [
         "blobs_outliers", "unequal", "noise_dims", "anisotropic", "moons_outliers",
-        "wide_blobs", "iris"]
+        "wide_blobs", "high_dims", "iris"]
     assert suite_sets.resolve_sets(["all"])[-1] == "mnist"
     with pytest.raises(ValueError, match="unknown set or group 'mnits'"):
         suite_sets.resolve_sets(["mnits"])
