@@ -424,8 +424,8 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         if n_train <= needed:
             raise ValueError(
                 f"The affinity needs {needed} neighbours per point ({ranks}) in a minibatch "
-                f"and in the validation hold-out, but n_samples={n} leaves {n_train} training "
-                f"points beside a hold-out of {n_val}; lower them or give more data.")
+                f"and in the validation hold-out of {n_val} points, so more than "
+                f"{n_val + needed} points; got n_samples={n}. Lower them or give more data.")
         k = chooser.max_clusters
         batch_size = self._check_batch("batch_size", self.batch_size, n_train, n, k,
                                        affinity.batch_size or DEFAULT_BATCH_SIZE)

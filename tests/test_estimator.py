@@ -101,7 +101,9 @@ def _x(n=200, d=2):
         (_x(), dict(label_weight=float("inf")), r"got label_weight=inf"),
         (_x(), dict(labeled_share=1.5), r"labeled_share must be a finite number in \[0, 1\], got labeled_share=1.5"),
         (_x(), dict(labeled_share=True), r"got labeled_share=True"),
-        (_x(30), {}, r"needs 20 neighbours.*n_nbrs=20, scale_nbr=7.*n_samples=30 leaves 9 training points beside a hold-out of 21"),
+        (_x(30), {}, r"needs 20 neighbours per point \(n_nbrs=20, scale_nbr=7\) in a minibatch and in "
+                     r"the validation hold-out of 21 points, so more than 41 points; got n_samples=30\."),
+        (_x(12), {}, r"hold-out of 21 points, so more than 41 points; got n_samples=12\. Lower"),
         (_x(), dict(affinity=GaussianKNNAffinity(n_nbrs=3), batch_size=3),
          r"minibatch has batch_size=3 points"),
         (_x(), dict(affinity_embedding=SiameseEmbedding(hidden_units=())),
@@ -367,6 +369,21 @@ def test_as_many_pieces_as_clusters_pass_without_a_warning():
         warnings.simplefilter("error")
         SpectralNet(3, hidden_units=(8,), schedule=Schedule(max_epochs=1, steps_per_epoch=1),
                     random_state=0).fit(_three_far_blobs())
+
+
+@pytest.mark.slow
+def test_a_default_fit_of_a_thousand_features_clusters_as_its_graph_does():
+    """Blobs in 1,000 dimensions: the default fit gets exact spectral
+    clustering's labels of its own graph. A warm start whose RMSprop steps
+    are too long for a thousand inputs kills every unit of the first layer,
+    and the embedding is then one point (one cluster, ACC 0.25)."""
+    from sklearn.datasets import make_blobs
+
+    x, y = make_blobs(800, 1000, centers=4, random_state=0)
+    net = SpectralNet(4, random_state=0).fit(x)
+    exact, _ = spectral_clustering(x.astype(np.float32), 4, net.affinity_, net.laplacian)
+    assert acc(y, exact) == 1.0
+    assert acc(y, net.labels_) == 1.0
 
 
 def test_the_pieces_and_the_warm_start_share_one_subsample_graph(monkeypatch):
