@@ -35,7 +35,7 @@ from sklearn.base import BaseEstimator
 from . import distribute
 from .checks import Callable, Interval, Options, validate_params
 from .neighbors import make_neighbors
-from .sampling import subsample_size
+from .sampling import subsample_size, uniform_subsample
 from .streaming import map_batches
 
 SCALES = ("global", "local")
@@ -178,9 +178,7 @@ class Affinity(BaseEstimator):
         ``sampling.subsample_size`` of them: all up to 4,096) of the points
         whose coordinates are ``coords``: the rows a warm start of the same
         seed draws without constraints (``constraints.subsample_rows``)."""
-        n = len(coords)
-        rows = np.sort(np.random.default_rng(seed).choice(n, subsample_size(n, batch_size),
-                                                          replace=False))
+        rows = uniform_subsample(seed, len(coords), subsample_size(len(coords), batch_size))
         return SubsampleGraph(rows, sparse_graph(self.sampled_graph(np.asarray(coords)[rows],
                                                                     batch_size)))
 

@@ -27,7 +27,7 @@ from . import distribute
 from .checks import check_labels
 from .groups import GroupTable, apply_groups, group_pairs
 from .losses import label_loss, spectral_loss
-from .sampling import sample_rows, subsample_size
+from .sampling import sample_rows, subsample_size, uniform_subsample
 from .spectral import poisson_labels
 
 
@@ -80,7 +80,7 @@ def subsample_rows(constraints, rng, n, size):
         rows = constraint.subsample(rng, n, size)
         if rows is not None:
             return rows
-    return np.sort(rng.choice(n, size, replace=False))
+    return uniform_subsample(rng, n, size)
 
 
 def check_partial_labels(partial_labels, n, n_clusters):

@@ -1,6 +1,7 @@
 """Draws of rows: minibatches inside the compiled training step, and the
-size of the subsamples that are solved exactly."""
+subsamples that are solved exactly (their size and their uniform draw)."""
 
+import numpy as np
 import tensorflow as tf
 
 #: Points of a subsample whose graph is solved exactly (the warm start's
@@ -12,6 +13,13 @@ def subsample_size(n, batch_size):
     """Points of a subsample solved exactly: ``SUBSAMPLE_POINTS``, at least
     one minibatch, all n if there are fewer."""
     return min(n, max(SUBSAMPLE_POINTS, batch_size))
+
+
+def uniform_subsample(seed_or_rng, n, size):
+    """``size`` distinct rows of n drawn uniformly, sorted: the subsample of
+    a fit's graph and of its warm start without constraints, the same rows
+    for the same seed."""
+    return np.sort(np.random.default_rng(seed_or_rng).choice(n, size, replace=False))
 
 
 #: Up to this many rows, a minibatch is the top m of n uniforms: O(n) per
