@@ -81,11 +81,21 @@ def sparse_graph(w):
 def pairwise_sq_dists(z, rows=None, eye=None):
     """(m, m) squared Euclidean distances, exact zeros on the diagonal; with
     ``rows`` (r of the m points) and ``eye`` (their r rows of the m×m
-    identity), the (r, m) distances of those rows to all points."""
+    identity), the (r, m) distances of those rows to all points.
+
+    The points are first moved so that the first lies at the origin: the
+    expansion ``|a|^2 + |b|^2 - 2ab`` cancels in float32 when the points lie
+    far from the origin (a feature such as a timestamp, offset by 1e6, leaves
+    no significant digit of a neighbour's distance), and a distance does not
+    change under a shift. Every replica of a distributed step shifts by the
+    same point, the global minibatch's first."""
+    centre = z[:1]
+    z = z - centre
     sq = tf.reduce_sum(tf.square(z), axis=1)
     if rows is None:
         rows, sq_rows, eye = z, sq, tf.eye(tf.shape(z)[0], dtype=z.dtype)
     else:
+        rows = rows - centre
         sq_rows = tf.reduce_sum(tf.square(rows), axis=1)
     d2 = sq_rows[:, None] + sq[None, :] - 2.0 * tf.matmul(rows, z, transpose_b=True)
     return tf.maximum(d2, 0.0) * (1.0 - eye)

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from spectralnet_tf.affinity import FullGaussianAffinity, GaussianKNNAffinity, sparse_graph
+from spectralnet_tf.affinity import (FullGaussianAffinity, GaussianKNNAffinity, pairwise_sq_dists,
+                                     sparse_graph)
 
 
 def _x(n=120, d=3, seed=0):
@@ -16,6 +17,23 @@ def test_knn_batch_affinity_equals_the_full_graph_on_the_same_points(scale):
     dense = aff(tf.constant(x)).numpy()
     sparse = aff.graph(x, neighbors="exact").toarray()
     np.testing.assert_allclose(dense, sparse, rtol=1e-4, atol=1e-6)
+
+
+def test_distances_of_points_far_from_the_origin_keep_their_digits():
+    # Points of spread ~1 offset by 1e6 (a timestamp-like feature). The float32
+    # points are exactly representable in float64, and one point's offset
+    # subtracted from another's is exact (Sterbenz), so the distances among the
+    # float32 points are known to float64 precision; float32 arithmetic on the
+    # shifted points must give them to ~1e-6 relative. The expansion
+    # |a|^2 + |b|^2 - 2ab about the origin loses every digit here.
+    far = (_x(40) + np.float32(1e6)).astype(np.float32)
+    exact = ((far[:, None].astype(np.float64) - far[None]) ** 2).sum(-1)
+    assert np.median(exact[exact > 0]) > 1.0  # the points do not collapse in float32
+    np.testing.assert_allclose(pairwise_sq_dists(tf.constant(far)).numpy(), exact,
+                               rtol=1e-5, atol=1e-5)
+    rows = tf.constant(far[5:9])
+    part = pairwise_sq_dists(tf.constant(far), rows, tf.constant(np.eye(40, dtype=np.float32)[5:9]))
+    np.testing.assert_allclose(part.numpy(), exact[5:9], rtol=1e-5, atol=1e-5)
 
 
 def test_knn_affinity_is_symmetric_with_zero_diagonal_and_k_edges():

@@ -10,16 +10,25 @@ suite's two workers (``--dist loadfile``) share the distributed tests.
 
 Tolerances of the equality tests: the distributed run draws the same global
 minibatches and computes the same quantities; only float32 sums are formed in
-per-replica parts (the Gram matrix, the parameter gradients) and the network
-runs on shards, so the two runs differ by rounding, which training amplifies.
-Measured here after the 20 iterations compared (kNN, labels, normalized
-Laplacian with local scales, all pairs): weights (|w| <= 0.31) differ by
-<= 6.4e-7, the Orthonorm kernel by <= 5.6e-7 relative, the loss by <= 2.6e-6
-relative; the tolerances below are 15-40x that. An ortho step on
-each replica's own half of the minibatch instead of the all-reduced Gram
-matrix moves the weights by 7.8e-3 (tried by hand). Over more iterations
-the difference grows as between two single-device runs with oneDNN on and off
-(BENCHMARKS.md), so longer runs are not compared elementwise.
+per-replica parts (the Gram matrix, the parameter gradients, the loss's sum
+over m^2 pairs) and the network runs on shards, so the two runs differ by
+rounding, which training amplifies. The tolerances were sized over eight
+draws of the moons (``distributed_fit.py --draw 0..7``), not the one the
+tests use: after the 6 iterations compared, over the seven variants of
+``test_two_logical_cpus_equal_single_device_training``, the weights differed
+by <= 5.9e-7, the Orthonorm kernel by <= 4.0e-6 relative to its largest
+entry, a loss by <= 7.5e-5 relative (a float32 sum of 65,536 terms in
+another order), the warm start's distance by <= 9.6e-6. The tolerances below
+are 13-25x those. An ortho step on each replica's own half of the minibatch
+instead of the all-reduced Gram matrix (tried by hand) moves the weights by
+7.8e-3-1.5e-2, the kernel by 1.4e-2-5.5e-2 and the loss by 2.3e-2-3.8e-2:
+23-780x the tolerances. After 20 iterations, one draw in two left rounding
+level in some variant (up to 4e-4 in the weights), so few iterations are
+compared; over more the difference grows as between two single-device runs
+with oneDNN on and off (BENCHMARKS.md), so longer runs are not compared
+elementwise. The loss of an undone epoch, trained at a rate that diverges,
+is not compared (it differed by up to 4.7e-2 over the draws); the decision
+to undo, the cut rate and the restored weights are.
 """
 
 import json
@@ -38,7 +47,7 @@ from spectralnet_tf.orthonorm import Orthonorm, gram
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIT = os.path.join(ROOT, "tests", "distributed_fit.py")
-WEIGHT_ATOL, KERNEL_RTOL, LOSS_RTOL = 1e-5, 1e-5, 1e-4
+WEIGHT_ATOL, KERNEL_RTOL, LOSS_RTOL = 1e-5, 1e-4, 1e-3
 
 
 # ------------------------------------------------------------ in-process
@@ -179,8 +188,9 @@ def _assert_same_training(one, many):
     kernel = one[weights[-1]]
     np.testing.assert_allclose(many[weights[-1]], kernel, rtol=0,
                                atol=KERNEL_RTOL * np.abs(kernel).max())
-    for key in ("loss", "val_loss"):
-        np.testing.assert_allclose(many[key], one[key], rtol=LOSS_RTOL, err_msg=key)
+    kept = 1 - one["undone"] if "undone" in one.files else np.ones(len(one["loss"]), int)
+    np.testing.assert_allclose(many["loss"] * kept, one["loss"] * kept, rtol=LOSS_RTOL)
+    np.testing.assert_allclose(many["val_loss"], one["val_loss"], rtol=LOSS_RTOL)
     for key in ("labels", "predicted"):
         np.testing.assert_array_equal(many[key], one[key], err_msg=key)
     np.testing.assert_allclose(many["transformed"], one["transformed"], atol=1e-4)
@@ -222,7 +232,7 @@ def test_two_logical_cpus_equal_single_device_training(variant, single_device, t
 
 def _assert_same_siamese(one, two):
     for key in [k for k in one.files if k.startswith("siamese")]:
-        np.testing.assert_allclose(two[key], one[key], atol=WEIGHT_ATOL, rtol=LOSS_RTOL,
+        np.testing.assert_allclose(two[key], one[key], atol=WEIGHT_ATOL, rtol=0,
                                    err_msg=key)
 
 

@@ -50,6 +50,17 @@ def test_fitted_attributes_and_out_of_sample_assignment(cc_fit):
     assert acc(y_new, net.predict(x_new)) >= 0.99
 
 
+def test_features_far_from_the_origin_cluster_as_near_it():
+    # Blobs that every method separates, moved by 1e6 (timestamp- or GPS-like
+    # features): the graph's float32 distances must not cancel to noise.
+    from sklearn.datasets import make_blobs
+    x, y = make_blobs(300, n_features=4, centers=3, random_state=0)
+    far = (x + 1e6).astype(np.float32)
+    assert np.unique(far, axis=0).shape[0] == len(far)  # float32 keeps the points apart
+    net = SpectralNet(3, random_state=0).fit(far)
+    assert acc(y, net.labels_) == 1.0
+
+
 def test_same_random_state_gives_the_same_result():
     x, _, k = load_dataset("moons", n=400)
     a = SpectralNet(k, hidden_units=(32,), schedule=Schedule(max_epochs=2), random_state=3).fit(x)
