@@ -4,9 +4,10 @@ The public names below are imported on first use (PEP 562), so that
 ``import spectralnet_tf`` (and the ``spectralnet --help`` command line) does
 not start TensorFlow. ``from spectralnet_tf import SpectralNet`` works as
 usual. Loading ``embedder.keras`` with plain ``keras.models.load_model`` needs
-the ``Orthonorm`` layer registered with Keras: it is once anything of the
-estimator is imported (or ``spectralnet_tf.Orthonorm`` touched), and at once
-here when Keras is already imported.
+the embedder's own layers (``Standardize``, ``Orthonorm``, both in
+``networks``) registered with Keras: they are once anything of the estimator
+is imported (or ``spectralnet_tf.Orthonorm`` touched), and at once here when
+Keras is already imported.
 
 Importing the package turns on TensorFlow's oneDNN CPU kernels where
 ``TF_ENABLE_ONEDNN_OPTS`` is unset and TensorFlow is not yet imported
@@ -23,7 +24,8 @@ tensorflow_cpu_defaults()  # before anything imports TensorFlow
 #: Public name -> the submodule that defines it. Add new exports here.
 _EXPORTS = {
     "SpectralNet": "estimator",
-    "Orthonorm": "orthonorm",
+    "Orthonorm": "networks",  # with Standardize: the embedder's layers, registered together
+    "Standardize": "networks",
     "GaussianKNNAffinity": "affinity",
     "FullGaussianAffinity": "affinity",
     "PrecomputedAffinity": "affinity",
@@ -53,5 +55,5 @@ def __dir__():
     return sorted(set(globals()) | set(__all__))
 
 
-if "keras" in sys.modules:  # Keras (and TensorFlow) already paid for: register the layer now
-    importlib.import_module(".orthonorm", __name__)
+if "keras" in sys.modules:  # Keras (and TensorFlow) already paid for: register the layers now
+    importlib.import_module(".networks", __name__)

@@ -61,6 +61,15 @@ def test_features_far_from_the_origin_cluster_as_near_it():
     assert acc(y, net.labels_) == 1.0
 
 
+def test_features_in_tiny_units_cluster_as_in_their_own():
+    # The same blobs in units 1e10 times larger (spread ~1e-10): the graph's
+    # local scales do not see units; the net's input layer must not either.
+    from sklearn.datasets import make_blobs
+    x, y = make_blobs(300, n_features=4, centers=3, random_state=0)
+    net = SpectralNet(3, random_state=0).fit((x * 1e-10).astype(np.float32))
+    assert acc(y, net.labels_) == 1.0
+
+
 def test_same_random_state_gives_the_same_result():
     x, _, k = load_dataset("moons", n=400)
     a = SpectralNet(k, hidden_units=(32,), schedule=Schedule(max_epochs=2), random_state=3).fit(x)

@@ -1,7 +1,9 @@
 import numpy as np
 import pytest
 
-from spectralnet_tf.networks import build_spectralnet, orthonorm_input
+import keras
+
+from spectralnet_tf.networks import Standardize, build_spectralnet, input_scaling, orthonorm_input
 
 
 def _pre_orthonorm(output_activation):
@@ -109,3 +111,21 @@ def test_cpu_without_bf16_flags_has_no_bfloat16_units(monkeypatch):
         hardware.has_bfloat16_units.cache_clear()
         assert hardware.has_bfloat16_units() is expected
     hardware.has_bfloat16_units.cache_clear()
+
+
+def test_inputs_in_tiny_units_are_standardized_like_any_others():
+    # Features of spread 1, 1e-9 and 0 (constant): the first two reach the net
+    # with unit spread, the constant one unscaled, about its value. (Keras's
+    # Normalization floors the spread at 1e-7 and would pass the second at 1e-2.)
+    rng = np.random.default_rng(0)
+    x = np.c_[rng.normal(size=200), 1e-9 * rng.normal(size=200), np.full(200, 4.0)].astype(np.float32)
+    mean, variance = input_scaling(x)
+    assert variance[1] == pytest.approx(np.var(x[:, 1].astype(np.float64)), rel=1e-12)
+    assert variance[2] == 1.0
+    out = Standardize(mean, variance, dtype="float32")(x).numpy()
+    np.testing.assert_allclose(out.std(0), [1.0, 1.0, 0.0], atol=1e-5)
+    np.testing.assert_allclose(out.mean(0), [0.0, 0.0, 0.0], atol=1e-5)
+    layer = Standardize(mean, variance, dtype="float32", name="scaling")
+    again = keras.layers.deserialize(keras.layers.serialize(layer))
+    assert isinstance(again, Standardize) and again.get_config() == layer.get_config()
+    np.testing.assert_array_equal(again(x).numpy(), out)
