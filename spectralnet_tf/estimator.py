@@ -94,6 +94,25 @@ def check_rows(X, name="X"):
     return X
 
 
+#: The widest column's range (max - min) that float32 squared distances
+#: hold: above ``SPREAD_MAX / sqrt(n_features)`` they overflow (3.4e38), below
+#: ``SPREAD_MIN`` the nearest neighbours' underflow (1.2e-38) first.
+SPREAD_MIN, SPREAD_MAX = 1e-15, 1e18
+
+
+def check_spread(X):
+    """A ValueError where X's values spread too far, or too little, for the
+    graph's float32 squared distances (``SPREAD_MIN``, ``SPREAD_MAX``)."""
+    X = np.asarray(X, np.float64)
+    spread = float((X.max(axis=0) - X.min(axis=0)).max(initial=0.0))
+    limit = SPREAD_MAX / np.sqrt(X.shape[1])
+    if spread > limit or 0 < spread < SPREAD_MIN:
+        raise ValueError(
+            f"X's widest column spans {spread:.3g} (max - min), outside what the graph's "
+            f"float32 squared distances hold ({SPREAD_MIN:g} to {limit:.3g} for "
+            f"{X.shape[1]} columns); rescale X, e.g. with sklearn's StandardScaler.")
+
+
 def count_distinct_rows(X, at_most, chunk=4096):
     """How many distinct rows X has, counted up to ``at_most`` (a chunk at
     a time, so that a large X with many distinct rows is not read whole)."""
@@ -633,6 +652,7 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                     f"X has {distinct} distinct rows, fewer than n_clusters={self.n_clusters!r}"
                     + ("" if not chooses else f" (max_clusters={k})")
                     + ": each cluster needs a point of its own.")
+            check_spread(X)
         return labels, groups, graph
 
     def _fit_embedding(self, embedding, X, Z, train, labels, groups, seed, checkpointer):

@@ -50,6 +50,7 @@ def test_fitted_attributes_and_out_of_sample_assignment(cc_fit):
     assert acc(y_new, net.predict(x_new)) >= 0.99
 
 
+@pytest.mark.slow  # a default fit; the distances alone are in test_affinity.py
 def test_features_far_from_the_origin_cluster_as_near_it():
     # Blobs that every method separates, moved by 1e6 (timestamp- or GPS-like
     # features): the graph's float32 distances must not cancel to noise.
@@ -61,6 +62,7 @@ def test_features_far_from_the_origin_cluster_as_near_it():
     assert acc(y, net.labels_) == 1.0
 
 
+@pytest.mark.slow  # a default fit; the input layer alone is in test_networks.py
 def test_features_in_tiny_units_cluster_as_in_their_own():
     # The same blobs in units 1e10 times larger (spread ~1e-10): the graph's
     # local scales do not see units; the net's input layer must not either.
@@ -440,6 +442,12 @@ def test_the_pieces_and_the_warm_start_share_one_subsample_graph(monkeypatch):
     (np.full((50, 1), 7.0), 2, r"X has 1 distinct rows, fewer than n_clusters=2: each cluster "
                                r"needs a point of its own\."),
     (np.repeat(np.eye(3), 20, axis=0), 4, r"X has 3 distinct rows, fewer than n_clusters=4"),
+    # Squared distances that overflow or underflow float32 (3.4e38, 1.2e-38).
+    (np.repeat(np.eye(4), 20, axis=0) * 1e20, 2,
+     r"^X's widest column spans 1e\+20 \(max - min\), outside what the graph's float32 squared "
+     r"distances hold \(1e-15 to 5e\+17 for 4 columns\); rescale X, e.g\. with sklearn's "
+     r"StandardScaler\.$"),
+    (np.repeat(np.eye(4), 20, axis=0) * 1e-20, 2, r"^X's widest column spans 1e-20 \(max - min\)"),
 ])
 def test_data_too_poor_for_the_clusters_is_one_clear_error(X, k, match):
     with pytest.raises(ValueError, match=match):
