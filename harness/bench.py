@@ -12,6 +12,7 @@ the marked blocks of BENCHMARKS.md and README.md.
     python scripts/bench.py kmeans-sample     # k-means fitted on a sample vs all, 1M codes
     python scripts/bench.py profile           # where a spectral step's time goes; float32 vs bf16, graph vs XLA
     python scripts/bench.py small-fit         # a default fit of 5,000 x 100, and where its time goes
+    python scripts/bench.py inputs            # default fits of blobs moved or in other units
     python scripts/bench.py group-weight      # the weight of a pair of one group, on digits with copies
     python scripts/bench.py suite             # every method on the development suite (harness/suite.py)
     python scripts/bench.py defaults graphs   # the rule that chose the defaults (harness/defaults.py)
@@ -208,6 +209,51 @@ def bench_small_fit(args, command):
         "seed", "data", "ACC", "SC ACC", "fit s", "SC fit s", "fit / SC", "warm start s",
         "first epoch s", "iterations", "ms per iteration", "stopped by", "rest s",
         "spectralnet fit command s"], rows, command, {"config": defaults_config()})
+
+
+#: ``bench inputs``: what each row does to the same blobs (x of spread ~1).
+INPUT_TRANSFORMS = {
+    "as made": lambda x: x,
+    "offset 1e6": lambda x: x + 1e6,
+    "units 1e-8": lambda x: x * 1e-8,
+    "units 1e-15": lambda x: x * 1e-15,
+    "units 1e15": lambda x: x * 1e15,
+    "units 1e-20": lambda x: x * 1e-20,
+    "units 1e20": lambda x: x * 1e20,
+}
+
+
+def bench_inputs(args, command):
+    """Default fits of the same blobs (600 points, 4 features, 3 centres,
+    standard deviation 2) moved far from the origin or in other units, beside
+    scikit-learn's SpectralClustering on the same float32 array, per seed:
+    where a user's columns are timestamps, coordinates or quantities in SI
+    units. A refused input is a row with its error."""
+    from sklearn.cluster import SpectralClustering
+    from sklearn.datasets import make_blobs
+
+    from spectralnet_tf import SpectralNet
+    from spectralnet_tf.metrics import acc
+
+    rows = []
+    for seed in args.seeds:
+        x0, y = make_blobs(600, n_features=4, centers=3, cluster_std=2.0, random_state=seed)
+        for name, transform in INPUT_TRANSFORMS.items():
+            x = transform(x0).astype(np.float32)
+            peer = SpectralClustering(3, affinity="nearest_neighbors", random_state=seed)
+            try:
+                sc = f"{acc(y, peer.fit(x).labels_):.4f}"
+            except Exception as err:  # noqa: BLE001 - the peer's failure is a figure too
+                sc = f"{type(err).__name__}"
+            try:
+                ours, error = f"{acc(y, SpectralNet(3, random_state=seed).fit(x).labels_):.4f}", ""
+            except ValueError as err:
+                ours, error = "refused", str(err)
+            rows.append([seed, name, ours, sc, error])
+            print(rows[-1], flush=True)
+    append("Default fits of blobs moved or in other units, beside scikit-learn's "
+           "SpectralClustering", ["seed", "input", "ACC", "SC ACC", "error"], rows, command,
+           {"config": defaults_config()})
 
 
 def bench_nclusters(args, command):
@@ -450,7 +496,7 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=["matmul", "step", "run", "serve", "reuters-scale", "scale",
                                     "kmeans-sample", "kmeans-rows", "profile", "small-fit",
-                                    "nclusters", "pairs", "graph-sbm", "graph-knn",
+                                    "nclusters", "pairs", "graph-sbm", "graph-knn", "inputs",
                                     "group-weight", "suite", "report"])
     p.add_argument("--check", action="store_true",
                    help="report: exit 1 if BENCHMARKS.md or README.md is stale")
@@ -475,7 +521,7 @@ def main(argv=None):
                    help="group-weight: the affinities of a pair of one group (none: no "
                         "groups; balanced: the rule; or numbers; default none 1 balanced)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
-                   help="small-fit, nclusters, graph-sbm, graph-knn, kmeans-rows: the seeds "
+                   help="small-fit, inputs, nclusters, graph-sbm, graph-knn, kmeans-rows: the seeds "
                    "(default 0 1 2)")
     own, rest = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     args = p.parse_args(own)
@@ -494,7 +540,8 @@ def main(argv=None):
      "reuters-scale": bench_reuters_scale, "scale": bench_scale,
      "kmeans-sample": bench_kmeans_sample, "kmeans-rows": bench_kmeans_rows,
      "profile": bench_profile,
-     "small-fit": bench_small_fit, "nclusters": bench_nclusters, "pairs": bench_pairs,
+     "small-fit": bench_small_fit, "inputs": bench_inputs, "nclusters": bench_nclusters,
+     "pairs": bench_pairs,
      "graph-sbm": bench_graph_sbm, "graph-knn": bench_graph_knn,
      "group-weight": bench_group_weight}[args.what](args, command)
     print(f"peak RSS {peak_rss_gib():.2f} GiB")
