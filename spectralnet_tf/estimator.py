@@ -103,8 +103,8 @@ SPREAD_MIN, SPREAD_MAX = 1e-15, 1e18
 def check_spread(X):
     """A ValueError where X's values spread too far, or too little, for the
     graph's float32 squared distances (``SPREAD_MIN``, ``SPREAD_MAX``)."""
-    X = np.asarray(X, np.float64)
-    spread = float((X.max(axis=0) - X.min(axis=0)).max(initial=0.0))
+    X = np.asarray(X)  # float32 extremes are exact; only their difference needs float64
+    spread = float((X.max(axis=0).astype(np.float64) - X.min(axis=0)).max(initial=0.0))
     limit = SPREAD_MAX / np.sqrt(X.shape[1])
     if spread > limit or 0 < spread < SPREAD_MIN:
         raise ValueError(

@@ -13,8 +13,8 @@ minibatches and computes the same quantities; only float32 sums are formed in
 per-replica parts (the Gram matrix, the parameter gradients, the loss's sum
 over m^2 pairs) and the network runs on shards, so the two runs differ by
 rounding, which training amplifies. The tolerances were sized over eight
-draws of the moons (``distributed_fit.py --draw 0..7``), not the one the
-tests use: after the 6 iterations compared, over the seven variants of
+draws of the moons (``python tests/distributed_rounding.py OUT --draws 0 1 2
+3 4 5 6 7``), not the one the tests use: after the 6 iterations compared, over the seven variants of
 ``test_two_logical_cpus_equal_single_device_training``, the weights differed
 by <= 5.9e-7, the Orthonorm kernel by <= 4.0e-6 relative to its largest
 entry, a loss by <= 7.5e-5 relative (a float32 sum of 65,536 terms in
