@@ -133,9 +133,16 @@ WARM_START_CANDIDATES = [{"init__steps": steps, "init__learning_rate": rate}
 #: of 64, 32, 16 or 8 units, or 16-16-8.
 GRAPH_NET_CANDIDATES = [{"GRAPH_HIDDEN_UNITS": units}
                         for units in (None, [64], [32], [16], [8], [16, 16, 8])]
+#: Stage 8, where the training points' clusters come from
+#: (``estimator.REFINE_MAX_EDGES``): k-means of the net's embedding (a budget
+#: of 0 edges), or of it refined on the graph the minibatches sample, built
+#: over all points where it has at most 2^20 edges. A given graph refines
+#: either way (stage 6).
+REFINE_CANDIDATES = [{"REFINE_MAX_EDGES": edges} for edges in (0, 1 << 20)]
 #: The candidate lists ``--fits`` names.
 NAMED_FITS = {"first": FIT_CANDIDATES, "budget": BUDGET_CANDIDATES, "width": WIDTH_CANDIDATES,
-              "warm": WARM_START_CANDIDATES, "graph": GRAPH_NET_CANDIDATES}
+              "warm": WARM_START_CANDIDATES, "graph": GRAPH_NET_CANDIDATES,
+              "refine": REFINE_CANDIDATES}
 #: How many graphs stage 1 hands to stage 2.
 GRAPHS_KEPT = 2
 #: Candidates within this of the best mean ACC count as tied (stage 2).
@@ -253,7 +260,7 @@ def cmd_fits(args, command):
 
 #: Candidate values of the estimator's own constants (not parameters): a
 #: candidate names them in upper case, and its fits run with them set.
-CONSTANTS = ("DEFAULT_BATCH_SIZE", "AUTO_WIDTHS", "GRAPH_HIDDEN_UNITS")
+CONSTANTS = ("DEFAULT_BATCH_SIZE", "AUTO_WIDTHS", "GRAPH_HIDDEN_UNITS", "REFINE_MAX_EDGES")
 
 
 def fit_params(candidate, graph):
@@ -298,8 +305,8 @@ def main(argv=None):
     p.add_argument("--fits", default="first",
                    help="fits: a JSON list of training candidates, or the name of one: first "
                         "(FIT_CANDIDATES, the default), budget (BUDGET_CANDIDATES), width "
-                        "(WIDTH_CANDIDATES), warm (WARM_START_CANDIDATES) or graph "
-                        "(GRAPH_NET_CANDIDATES)")
+                        "(WIDTH_CANDIDATES), warm (WARM_START_CANDIDATES), graph "
+                        "(GRAPH_NET_CANDIDATES) or refine (REFINE_CANDIDATES)")
     p.add_argument("--score", choices=["acc", "held_acc"], default="acc",
                    help="fits: the ACC the rule ranks by: the fitted points' (default), or "
                         "held_acc, the held-out nodes' of the block models")

@@ -131,7 +131,9 @@ class Affinity(BaseEstimator):
       batch_size, seed)`` that W on a random subsample, sparse, and
       ``pieces(coords, subsample)`` the sizes of the graph's pieces;
     - ``graph(z, neighbors)``: W over all the points (exact spectral
-      clustering, the true eigenvectors);
+      clustering, the true eigenvectors), and ``full_graph(z, batch_size,
+      max_edges)`` that of ``for_full_data``, within a budget of edges
+      (``graph_edges``): what the training points' clusters are refined on;
     - ``n_neighbors_needed()`` and ``ranks()``: the neighbours a minibatch
       must hold, and the ranks that depend on the sample's density.
 
@@ -198,6 +200,21 @@ class Affinity(BaseEstimator):
         ``coords``, counted on ``subsample``, their ``subsample_graph``."""
         del coords  # a random subsample's graph stands for the graph
         return subsample.pieces()
+
+    def graph_edges(self, n_samples):
+        """How many edges ``graph`` builds over ``n_samples`` points (each
+        point's, before symmetrization): its cost."""
+        raise NotImplementedError
+
+    def full_graph(self, z, batch_size, max_edges=None):
+        """W over all the points ``z`` of the graph that minibatches of
+        ``batch_size`` sample (``for_full_data``), dense or sparse: the
+        graph whose eigenvectors the net approximates. None where building
+        it takes more than ``max_edges`` edges (``graph_edges``)."""
+        full = self.for_full_data(len(z), batch_size)
+        if max_edges is not None and full.graph_edges(len(z)) > max_edges:
+            return None
+        return full.graph(z)
 
     def __call__(self, x):
         """W of a minibatch of points x (their coordinates computed first)."""
@@ -385,6 +402,9 @@ class FullGaussianAffinity(GaussianAffinity):
     """Gaussian affinity between all pairs of points (parameters as in
     ``GaussianAffinity``)."""
 
+    def graph_edges(self, n_samples):
+        return n_samples * (n_samples - 1)
+
     def graph(self, x, neighbors=None):
         """Dense (n, n) numpy W over all of x (for small n)."""
         return self.kernel_matrix(tf.constant(self.embed_all(x))).numpy()
@@ -427,6 +447,9 @@ class GaussianKNNAffinity(GaussianAffinity):
 
     def ranks(self):
         return {"n_nbrs": self.n_nbrs, "scale_nbr": self.scale_nbr}
+
+    def graph_edges(self, n_samples):
+        return n_samples * min(self.n_nbrs, n_samples - 1)
 
     def _threshold(self, nbr_d2):
         # j is a neighbour of i if no farther than i's n_nbrs-th neighbour.
@@ -605,6 +628,10 @@ class PrecomputedAffinity(Affinity):
 
     def graph(self, x=None, neighbors=None):
         """W over all the points it was fitted on (scipy CSR)."""
+        return self.graph_
+
+    def full_graph(self, z, batch_size, max_edges=None):
+        """The given graph, whatever its size: it is built already."""
         return self.graph_
 
 

@@ -57,6 +57,12 @@ MIN_AUTO_WIDTH = 32
 #: nodes worse. Chosen on the development suite's block models
 #: (``harness/defaults.py``).
 GRAPH_HIDDEN_UNITS = (8,)
+#: The training points' clusters come from the net's embedding refined on the
+#: graph the minibatches sample, over all of X (``Affinity.full_graph``),
+#: where that graph has at most this many edges: about 5,100 points at the
+#: default graph and minibatch (its edges grow as n^2 / batch_size); above it,
+#: from the embedding alone. A given graph is refined on whatever its size.
+REFINE_MAX_EDGES = 1 << 20
 
 
 def check_array(X, name="X"):
@@ -232,8 +238,9 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
     A network F_theta maps each point to the k smallest eigenvectors of the
     graph Laplacian of the data, trained by the paper's Algorithm 1 on random
     minibatches. k-means on the embedding's unit-length rows gives the
-    clusters (on a given graph, on the embedding refined on the graph); a
-    new point goes through the net to the nearest centroid. The
+    clusters (on a graph small enough to build whole, or given, on the
+    embedding refined on the graph); a new point goes through the net to the
+    nearest centroid. The
     parts (``GaussianKNNAffinity``, ``SiameseEmbedding``, ``Eigengap``,
     ``Schedule``) take nested keys (``set_params(affinity__n_nbrs=5)``), which replace the part
     by a copy. docs/python.md explains each parameter; docs/training.md, training.
@@ -307,14 +314,16 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         F_theta of the training data.
     labels_ : ndarray of shape (n_samples,)
         Cluster of each training point; after a semi-supervised fit, in the
-        classes of ``partial_labels``. With ``affinity="precomputed"`` the
-        nodes' clusters of the embedding refined on the given graph, which
-        may differ from ``predict(X)``, the clusters of the features alone.
+        classes of ``partial_labels``. Without labels or groups, on a graph
+        of at most ``REFINE_MAX_EDGES`` edges or a given one, the clusters of
+        the embedding refined on that graph, which may differ from
+        ``predict(X)``, the net's own clusters of X.
     group_labels_ : ndarray of shape (n_samples,) or None
         After ``fit(X, groups=...)``: each group's cluster, by its mean row.
     cluster_centers_ : ndarray of shape (n_clusters, n_clusters)
-        k-means centroids of the embedding's unit-length rows (with a given
-        graph, each of its clusters' mean unit-length row).
+        k-means centroids of the embedding's unit-length rows (where
+        ``labels_`` are refined on the graph, each cluster's mean
+        unit-length row).
     normalize_rows_ : bool
         Whether the centroids are of unit-length rows (every fit's are).
     affinity_ : Affinity
@@ -610,8 +619,8 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                        else compose_embedder(self.encoder, spectral_model))
         self.codes_ = None if self.encoder is None else Z  # callers need not encode X again
         embed_start = time.perf_counter()
-        self._cluster(dist.map_rows(spectral_model, Z, self._strategy()), k, labels, groups,
-                      train_seed)
+        self._cluster(dist.map_rows(spectral_model, Z, self._strategy()), Z, plan.batch_size, k,
+                      labels, groups, train_seed)
         if self._writes_logs():
             write_phase_seconds(self.log_dir, {
                 "encode": encode_seconds,
@@ -740,23 +749,26 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                                  resuming=checkpointer is not None
                                  and checkpointer.latest() is not None, subsample=subsample)
 
-    def _cluster(self, embedding, k, labels, groups, seed):
+    def _cluster(self, embedding, Z, batch_size, k, labels, groups, seed):
         """k-means on the embedding (``embedding_``, ``cluster_centers_``,
         ``labels_``, ``group_labels_``); after a semi-supervised fit the
         clusters take the ids of the labeled classes they hold.
 
-        On the user's own graph, without labels or groups (which train on
-        the graph as they reshape it), its nodes' clusters come from the
-        graph too: k-means of the embedding refined on it
-        (``spectral.refine``), each centroid the mean of its cluster's
-        unit-length embedding rows, so that a new point, which has only its
-        features, goes to the nearest of them."""
+        Without labels or groups (which train on the graph as they reshape
+        it), the training points' clusters come from the graph too, where
+        it is small enough to build whole (``REFINE_MAX_EDGES``; the user's
+        own graph always): k-means of the embedding refined on the graph the
+        minibatches sample (``spectral.refine``), each centroid the mean of
+        its cluster's unit-length embedding rows, so that a new point, which
+        has only its features, goes through the net to the nearest of them."""
         self.embedding_ = embedding
         self.normalize_rows_ = NORMALIZE_ROWS
         known = labels >= 0
         clusters = None
-        if self.affinity_.takes_graph and not known.any() and groups is None:
-            clusters, self.cluster_centers_ = self._graph_clusters(embedding, k, seed)
+        graph = (None if known.any() or groups is not None
+                 else self.affinity_.full_graph(Z, batch_size, REFINE_MAX_EDGES))
+        if graph is not None:
+            clusters, self.cluster_centers_ = self._graph_clusters(graph, embedding, k, seed)
         if clusters is None:
             self.cluster_centers_ = fit_centroids(embedding, k, seed, self.normalize_rows_)
             clusters = self._assign(embedding)
@@ -771,13 +783,12 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
             ids, means = group_means(self._clustered_rows(embedding), groups)
             self.group_labels_ = self._assign(means)[ids]
 
-    def _graph_clusters(self, embedding, k, seed):
-        """``(clusters, centroids)`` of the given graph's nodes (every one has
-        an edge, ``check_graph``): k-means of the embedding refined on the
-        graph, and each cluster's mean unit-length row; ``(None, None)``
-        where k-means left a cluster empty."""
-        clusters = kmeans_labels(refine(self.affinity_.graph(), embedding, self.laplacian), k,
-                                 seed, self.normalize_rows_)
+    def _graph_clusters(self, graph, embedding, k, seed):
+        """``(clusters, centroids)`` of the graph's nodes: k-means of the
+        embedding refined on the graph, and each cluster's mean unit-length
+        row; ``(None, None)`` where k-means left a cluster empty."""
+        clusters = kmeans_labels(refine(graph, embedding, self.laplacian), k, seed,
+                                 self.normalize_rows_)
         means = group_means(self._clustered_rows(embedding), clusters)[1]
         return (clusters, means) if len(means) == k else (None, None)
 

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import scipy.sparse as sp
 import tensorflow as tf
 
 from spectralnet_tf.affinity import (FullGaussianAffinity, GaussianKNNAffinity, pairwise_sq_dists,
@@ -189,3 +190,20 @@ def test_affinities_are_scikit_learn_estimators_whose_fit_sets_only_fitted_state
 def test_check_params_names_the_parameter_before_any_data(kwargs, match):
     with pytest.raises(ValueError, match=match):
         GaussianKNNAffinity(**kwargs).check_params()
+
+
+@pytest.mark.parametrize("make, edges", [(lambda: GaussianKNNAffinity(n_nbrs=5, scale_nbr=2),
+                                          200 * 20),
+                                         (lambda: FullGaussianAffinity(scale_nbr=2), 200 * 199)])
+def test_full_graph_is_the_full_data_graph_within_its_edge_budget(make, edges):
+    """``full_graph`` builds the graph minibatches of 50 sample over all 200
+    points (``for_full_data``): 200 x 20 neighbours' edges for the kNN graph,
+    200 x 199 for all pairs; one edge over the budget, nothing is built."""
+    x = np.random.default_rng(0).normal(size=(200, 3)).astype(np.float32)
+    aff = make().fit(x, batch_size=50)
+    full = aff.for_full_data(200, 50)
+    assert full.graph_edges(200) == edges
+    want = sp.csr_matrix(full.graph(x)).toarray()
+    np.testing.assert_array_equal(sp.csr_matrix(aff.full_graph(x, 50, edges)).toarray(), want)
+    np.testing.assert_array_equal(sp.csr_matrix(aff.full_graph(x, 50)).toarray(), want)
+    assert aff.full_graph(x, 50, edges - 1) is None
