@@ -93,6 +93,8 @@ def run_point_method(method, s, seed, ours_params):
     """(labels, fit seconds, extra) of ``method`` on a SuiteSet."""
     from sklearn.cluster import KMeans, SpectralClustering
 
+    from spectralnet_tf import acc
+
     from . import peers
 
     x, k = s.x, s.k
@@ -107,7 +109,10 @@ def run_point_method(method, s, seed, ours_params):
         net = make_ours(k, seed, ours_params)
         net, seconds = _timed(lambda: net.fit(x))
         history = getattr(net, "history_", None) or {}
-        return net.labels_, seconds, {"epochs": len(history.get("loss", [])) or None}
+        # The net's own clusters, which a new point gets (labels_ may come from the graph).
+        net_acc = acc(s.y[s.scored], net.predict(x)[s.scored])
+        return net.labels_, seconds, {"epochs": len(history.get("loss", [])) or None,
+                                      "net_acc": net_acc}
     out = peers.run_peer(method, x, k, seed)  # its versions: the record's, from the marker
     return out["labels"], out["fit_seconds"], {"startup_seconds": out["startup_seconds"],
                                                "params": out["params"]}
@@ -118,6 +123,8 @@ def run_graph_method(method, g, seed, ours_params):
     of ``method`` on the block model."""
     from sklearn.cluster import KMeans, SpectralClustering
     from sklearn.svm import SVC
+
+    from spectralnet_tf import acc
 
     f_train, f_held, k = g.features[g.train], g.features[g.held], g.k
 
@@ -143,7 +150,8 @@ def run_graph_method(method, g, seed, ours_params):
         held, predict_seconds = _timed(lambda: net.predict(f_held))
         history = getattr(net, "history_", None) or {}
         return net.labels_, held, seconds, {"predict_seconds": predict_seconds,
-                                            "epochs": len(history.get("loss", [])) or None}
+                                            "epochs": len(history.get("loss", [])) or None,
+                                            "net_acc": acc(g.y[g.held], held)}
     if method == "bayes":
         return bayes_rule(g, g.train), bayes_rule(g, g.held), None, {
             "note": "reference: the true model"}
