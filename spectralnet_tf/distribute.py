@@ -401,6 +401,18 @@ def map_rows(fn, x, strategy=None, batch_size=CHUNK_ROWS):
     return np.concatenate(out).astype(np.float32)
 
 
+def fixed_rows_map(fn, x, strategy=None):
+    """A callable giving ``fn`` on the rows ``x`` (float32 numpy), for calls
+    repeated on the same rows while fn's weights change: with one replica
+    one compiled call on all of them (``x`` is held as a tensor, so keep it
+    to a subsample), traced at the first call; with more, ``map_rows``."""
+    if n_replicas(strategy) > 1:
+        return lambda: map_rows(fn, x, strategy)
+    rows = tf.constant(np.asarray(x, np.float32))
+    compiled = tf.function(lambda: fn(rows))
+    return lambda: np.asarray(compiled(), np.float32)
+
+
 #: The last compiled sharded map, ``(fn, strategy, function)``: repeated
 #: ``transform``/``predict`` calls reuse it instead of tracing again. Only one
 #: is kept, so it holds at most one model alive.

@@ -78,15 +78,16 @@ class SpectralInit(BaseEstimator):
         it), and fit the net to it unless resuming."""
         self.setup_ = setup
         self.start_ = self.eigenvectors(setup)
+        # The body on the start's rows, compiled once: the guard reads it every epoch.
+        self.start_outputs_ = distribute.fixed_rows_map(
+            setup.body, setup.data.x_train[self.start_[0]], setup.strategy)
         if resuming:
             return {}
         started = self.fit(setup)
         # The start as a whole net: Orthonorm's kernel from the start's rows. An
         # epoch undone returns here, and the validation loss then reads orthonormal
         # outputs, not the fitted targets' scale, which it would keep as its best.
-        rows, _ = self.start_
-        setup.orthonorm.orthogonalize(
-            distribute.map_rows(setup.body, setup.data.x_train[rows], setup.strategy))
+        setup.orthonorm.orthogonalize(self.start_outputs_())
         return started
 
     def eigenvectors(self, setup):
@@ -117,10 +118,7 @@ class SpectralInit(BaseEstimator):
     def distance(self):
         """The Grassmann distance between the net's Orthonorm input on the
         subsample and the start's eigenvectors."""
-        rows, target = self.start_
-        setup = self.setup_
-        return grassmann(distribute.map_rows(setup.body, setup.data.x_train[rows],
-                                             setup.strategy), target)
+        return grassmann(self.start_outputs_(), self.start_[1])
 
     def fit(self, setup):
         """The least-squares fit of the body to the start; its own streams."""
