@@ -33,7 +33,7 @@ from spectralnet_tf.autoencoder import load_encoder
 from spectralnet_tf.centroids import (NORMALIZE_ROWS, assign, fit_centroids, kmeans_labels,
                                      kmeans_labels_inertia)
 from spectralnet_tf.datasets import MNIST_N_TRAIN, load_dataset
-from spectralnet_tf.estimator import SpectralNet
+from spectralnet_tf.estimator import SPECTRAL_SCHEDULE, SpectralNet
 from spectralnet_tf.hardware import resolve_dtype_policy
 from spectralnet_tf.metrics import acc, grassmann, matched, nmi
 from spectralnet_tf.resources import pretrained_path, sha256
@@ -342,7 +342,7 @@ def record_params(net):
     as the ``Schedule`` it stands for; tuples as lists."""
     net = type(net)(**net.get_params(deep=False))  # a copy: the run's net stays as it is
     if net.schedule is None:
-        net.set_params(schedule=Schedule())
+        net.set_params(schedule=Schedule(**SPECTRAL_SCHEDULE))
     embedding = net.affinity_embedding
     if isinstance(embedding, SiameseEmbedding) and embedding.schedule is None:
         net.set_params(affinity_embedding__schedule=Schedule(**SIAMESE_SCHEDULE))

@@ -5,13 +5,10 @@ set's config and the flags make (``build_config``). ``reproduce`` runs them.
 
 import argparse
 
-from sklearn.base import clone
-
-from spectralnet_tf import Schedule
 from spectralnet_tf.affinity import AFFINITIES, SCALES
 from spectralnet_tf.cli import layer_widths
 from spectralnet_tf.datasets import DATA_DIR_ENV, DATASETS
-from spectralnet_tf.estimator import make_affinity, make_affinity_embedding
+from spectralnet_tf.estimator import make_affinity, make_affinity_embedding, make_spectral_schedule
 from spectralnet_tf.initializers import INITIALIZERS
 from spectralnet_tf.losses import LAPLACIANS
 from spectralnet_tf.networks import DTYPE_POLICIES, OUTPUT_ACTIVATIONS
@@ -245,7 +242,7 @@ def build_config(args):
             config[key] = value
     schedule = {key: getattr(args, key) for key in SCHEDULE_FLAGS if getattr(args, key) is not None}
     if schedule:  # a copy: the config's object stays as it is
-        config["schedule"] = clone(config.get("schedule") or Schedule()).set_params(**schedule)
+        config["schedule"] = make_spectral_schedule(config.get("schedule")).set_params(**schedule)
     affinity = config.get("affinity", "knn")
     if args.affinity is not None and args.affinity != affinity:  # --kernel: another class
         kept = {} if isinstance(affinity, str) else affinity.get_params(deep=False)

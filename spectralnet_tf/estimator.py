@@ -63,6 +63,14 @@ GRAPH_HIDDEN_UNITS = (8,)
 #: default graph and minibatch (its edges grow as n^2 / batch_size); above it,
 #: from the embedding alone. A given graph is refined on whatever its size.
 REFINE_MAX_EDGES = 1 << 20
+#: SpectralNet's schedule by default (``schedule=None``), where ``Schedule``'s
+#: own are the paper's plateau cuts: the convergence stop after 5 epochs
+#: without a fall of 1% of the validation loss. The training points' clusters
+#: come from the graph wherever it is small enough (``REFINE_MAX_EDGES``), and
+#: the net's own clusters, which new points get, were as good by this stop as
+#: by a patience of 10 and 0.1%, at about two thirds of the time a fit
+#: (``harness/defaults.py``, stage 9).
+SPECTRAL_SCHEDULE = {"patience": 5, "tol": 1e-2}
 
 
 def check_array(X, name="X"):
@@ -217,6 +225,12 @@ def make_affinity_embedding(embedding):
     return FixedEmbedding(embedding)
 
 
+def make_spectral_schedule(schedule):
+    """SpectralNet's unfitted ``Schedule``: ``SPECTRAL_SCHEDULE`` for None,
+    else a copy of the object."""
+    return make_schedule(schedule, **SPECTRAL_SCHEDULE)
+
+
 def make_n_clusters(n_clusters):
     """``SpectralNet``'s ``n_clusters`` as ``fit`` uses it: a chooser of k,
     ``FixedClusters`` for an int, an unfitted ``Eigengap`` ("auto": the
@@ -266,8 +280,11 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         Points in a minibatch (gradient and orthogonalization steps alike);
         None: min(512, n_train), with a given graph min(1024, n_train).
     schedule : Schedule or None, default=None
-        The learning rate and the stops (``Schedule``); None: ``Schedule()``,
-        RMSprop from 1e-3, cut 10-fold on plateaus, stopped by convergence.
+        The learning rate and the stops (``Schedule``); None:
+        ``Schedule(**SPECTRAL_SCHEDULE)``, RMSprop from 1e-3, cut 10-fold
+        after 5 epochs without a lower validation loss, stopped once 5 epochs
+        in a row lowered it by less than 1%. A ``Schedule`` given here has
+        its own defaults, the paper's patience of 10 among them.
     init : {"spectral", "random"}, SpectralInit or RandomInit, default="spectral"
         F_theta fitted first to the exact eigenvectors of a subsample's graph
         (``initializers.SpectralInit``), or Glorot weights (the paper's). The
@@ -425,7 +442,7 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
 
     #: Parameters that hold a part (nested keys), and how each value makes one.
     _parts = {"affinity": make_affinity, "affinity_embedding": make_affinity_embedding,
-              "n_clusters": make_n_clusters, "schedule": make_schedule,
+              "n_clusters": make_n_clusters, "schedule": make_spectral_schedule,
               "init": make_initializer}
 
     # ------------------------------------------------------------------ fit
@@ -484,7 +501,7 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         affinity = checked("affinity", self.affinity, self.make_affinity())
         embedding = make_affinity_embedding(self.affinity_embedding)
         self._check_embedding(affinity, embedding)
-        schedule = checked("schedule", self.schedule, make_schedule(self.schedule))
+        schedule = checked("schedule", self.schedule, make_spectral_schedule(self.schedule))
         if (isinstance(self._strategy(), tf.distribute.MultiWorkerMirroredStrategy)
                 and not isinstance(self.random_state, numbers.Integral)):
             raise ValueError(
@@ -870,7 +887,8 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                   if key not in self.RESUME_MAY_CHANGE}
         params.pop("schedule")  # by its values, so that a refusal names the one that differs
         params.update((f"schedule__{key}", value) for key, value
-                      in make_schedule(self.schedule).get_params().items() if key != "max_epochs")
+                      in make_spectral_schedule(self.schedule).get_params().items()
+                      if key != "max_epochs")
         for key, value in params.items():
             if isinstance(value, np.generic):
                 params[key] = value.item()

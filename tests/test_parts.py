@@ -80,6 +80,11 @@ def test_a_shared_schedule_is_copied_on_a_nested_key_not_changed():
     assert (siamese.schedule.max_epochs, siamese.schedule.tol, siamese.schedule.patience) == (
         100, 0.0, 4)
     assert SpectralNet().set_params(schedule__patience=4).schedule.max_epochs == "auto"
+    # SpectralNet's own: the stage-9 stop, kept by a nested key and by the plan.
+    net = SpectralNet().set_params(schedule__max_epochs=7)
+    assert (net.schedule.patience, net.schedule.tol, net.schedule.max_epochs) == (5, 1e-2, 7)
+    assert SpectralNet().plan(100, 2).schedule.get_params() == {
+        **Schedule().get_params(), "patience": 5, "tol": 1e-2}
 
 
 def test_an_initializer_object_is_a_part_copied_on_a_nested_key():
