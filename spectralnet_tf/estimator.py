@@ -68,8 +68,8 @@ REFINE_MAX_EDGES = 1 << 20
 #: without a fall of 1% of the validation loss. The training points' clusters
 #: come from the graph wherever it is small enough (``REFINE_MAX_EDGES``), and
 #: the net's own clusters, which new points get, were as good by this stop as
-#: by a patience of 10 and 0.1%, at about two thirds of the time a fit
-#: (``harness/defaults.py``, stage 9).
+#: by a patience of 10 and 0.1%, in less time a fit (``harness/defaults.py``,
+#: stage 9).
 SPECTRAL_SCHEDULE = {"patience": 5, "tol": 1e-2}
 
 
