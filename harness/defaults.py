@@ -92,6 +92,13 @@ The rule, fixed before any figure of it:
    iris and ``sbm``, seed 0, ranked by ``acc``, came before the record).
    Its choice, patience 5 with tol 1e-2 (net ACC 0.9129 in 2.18 s a fit,
    against 0.9151 in 3.01 s), is ``estimator.SPECTRAL_SCHEDULE``.
+10. **The warm start's minibatch.** After stage 9 the warm start's 500
+    steps are the largest part of a small fit's time, and each step's cost
+    grows with its rows. On stage 9's defaults, the same rule and score as
+    stage 9 (``--fits warm-batch --score net_acc``) over
+    ``WARM_BATCH_CANDIDATES``: ``SpectralInit``'s ``batch_size`` of None
+    (the training minibatch, 512 rows by default), 256 or 128 rows a step,
+    the steps and rate as they are. Written before any run of them.
 
 Each stage ran on the code of its record's commit. A candidate ``{}`` is
 the defaults of the code it runs on: stages 2-4's meant the warm start's
@@ -173,10 +180,13 @@ REFINE_CANDIDATES = [{"REFINE_MAX_EDGES": edges} for edges in (0, 1 << 20)]
 STOP_CANDIDATES = [{**patience, **tol}
                    for patience in ({}, {"schedule__patience": 5})
                    for tol in ({}, {"schedule__tol": 1e-2})]
+#: Stage 10, the warm start's rows a step (``SpectralInit``'s ``batch_size``).
+WARM_BATCH_CANDIDATES = [{}, {"init__batch_size": 256}, {"init__batch_size": 128}]
 #: The candidate lists ``--fits`` names.
 NAMED_FITS = {"first": FIT_CANDIDATES, "budget": BUDGET_CANDIDATES, "width": WIDTH_CANDIDATES,
               "warm": WARM_START_CANDIDATES, "graph": GRAPH_NET_CANDIDATES,
-              "refine": REFINE_CANDIDATES, "stop": STOP_CANDIDATES}
+              "refine": REFINE_CANDIDATES, "stop": STOP_CANDIDATES,
+              "warm-batch": WARM_BATCH_CANDIDATES}
 #: How many graphs stage 1 hands to stage 2.
 GRAPHS_KEPT = 2
 #: Candidates within this of the best mean ACC count as tied (stage 2).
@@ -340,8 +350,8 @@ def main(argv=None):
                    help="fits: a JSON list of training candidates, or the name of one: first "
                         "(FIT_CANDIDATES, the default), budget (BUDGET_CANDIDATES), width "
                         "(WIDTH_CANDIDATES), warm (WARM_START_CANDIDATES), graph "
-                        "(GRAPH_NET_CANDIDATES), refine (REFINE_CANDIDATES) or stop "
-                        "(STOP_CANDIDATES)")
+                        "(GRAPH_NET_CANDIDATES), refine (REFINE_CANDIDATES), stop "
+                        "(STOP_CANDIDATES) or warm-batch (WARM_BATCH_CANDIDATES)")
     p.add_argument("--score", choices=["acc", "held_acc", "net_acc"], default="acc",
                    help="fits: the ACC the rule ranks by: the fitted points' labels_ "
                         "(default); held_acc, the held-out nodes' of the block models; or "

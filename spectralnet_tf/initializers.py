@@ -6,6 +6,7 @@ the history), ``before_step(optimizer)`` inside the compiled loop before each
 iteration, and ``callbacks(schedule)``, the callbacks that belong to it.
 """
 
+import numbers
 import time
 
 import keras
@@ -16,6 +17,7 @@ from sklearn.base import BaseEstimator
 from . import distribute
 from .callbacks import Callback, repeat
 from .affinity import sparse_graph
+from .checks import Interval, validate_params
 from .constraints import apply_all, subsample_rows
 from .metrics import grassmann
 from .parts import unfitted_copy
@@ -24,6 +26,9 @@ from .spectral import laplacian_eigenvectors
 
 class RandomInit(BaseEstimator):
     """Glorot weights as built, as in the paper: nothing to do."""
+
+    def check_params(self, strategy=None):
+        """Nothing to check: no parameters."""
 
     def start(self, setup, resuming=False):
         return {}
@@ -42,7 +47,8 @@ class SpectralInit(BaseEstimator):
     direction splits a cluster while two others stay merged, and the
     minibatch gradient does not rotate it out before the schedule decays.
     Here the input of Orthonorm is first fitted by least squares, in
-    ``steps`` minibatch steps of its own RMSprop at ``learning_rate``, to the
+    ``steps`` minibatch steps of ``batch_size`` rows (None: the training
+    minibatch's size) of its own RMSprop at ``learning_rate``, to the
     exact eigenvectors of the graph the minibatches sample, on a random
     subsample of ``subsample_size`` training points (scaled to RMS ``rms``,
     inside tanh's range; Orthonorm undoes the scale). Algorithm 1 then
@@ -67,11 +73,28 @@ class SpectralInit(BaseEstimator):
     "init_seconds", and per epoch "start_distance" and "undone".
     """
 
-    def __init__(self, steps=500, learning_rate=1e-3, rms=0.25, max_distance=0.5):
+    _parameter_constraints = {
+        "steps": [Interval(numbers.Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "rms": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_distance": [Interval(numbers.Real, 0, None, closed="neither")],
+        "batch_size": [None, Interval(numbers.Integral, 1, None, closed="left")],
+    }
+
+    def __init__(self, steps=500, learning_rate=1e-3, rms=0.25, max_distance=0.5,
+                 batch_size=None):
         self.steps = steps
         self.learning_rate = learning_rate
         self.rms = rms
         self.max_distance = max_distance
+        self.batch_size = batch_size
+
+    def check_params(self, strategy=None):
+        """Raise a ValueError naming the first bad parameter; ``batch_size``
+        must split into equal shards under ``strategy``."""
+        validate_params(self, self._parameter_constraints)
+        if self.batch_size is not None:
+            distribute.check_divisible("batch_size", self.batch_size, strategy)
 
     def start(self, setup, resuming=False):
         """Solve the subsample (again on resume: the guard measures against
@@ -127,7 +150,7 @@ class SpectralInit(BaseEstimator):
         rows, target = self.start_
         size = len(rows)
         x_sub, target = tf.constant(setup.data.x_train[rows]), tf.constant(target)
-        m = min(setup.config.batch_size, size)
+        m = min(self.batch_size or setup.config.batch_size, size)
         generator = tf.random.Generator.from_seed(setup.config.seed)
         with strategy.scope():
             optimizer = keras.optimizers.RMSprop(self.learning_rate)

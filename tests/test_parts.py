@@ -100,6 +100,24 @@ def test_an_initializer_object_is_a_part_copied_on_a_nested_key():
         SpectralNet(init="warm").plan(100, 2)
 
 
+def test_the_warm_start_checks_its_parameters_and_steps_on_its_own_minibatch():
+    from spectralnet_tf.initializers import SpectralInit
+
+    with pytest.raises(ValueError, match=r"^init=SpectralInit\(batch_size=0\): batch_size must "):
+        SpectralNet(init=SpectralInit(batch_size=0)).plan(100, 2)
+    with pytest.raises(ValueError, match=r"^init=SpectralInit\(steps=0\): steps must be "):
+        SpectralNet(init=SpectralInit(steps=0)).plan(100, 2)
+    x = _x()
+
+    def start(**params):
+        net = SpectralNet(2, init=SpectralInit(steps=20, **params), **FAST).fit(x)
+        return net.history_["init_grassmann"]
+
+    batch = SpectralNet(2, **FAST).plan(*x.shape).batch_size
+    assert start() == start(batch_size=batch)  # None: the training minibatch's size
+    assert start() != start(batch_size=batch // 4)
+
+
 def test_the_schedule_resolves_its_budget_and_makes_its_stops():
     assert Schedule().budget(61) == (61, auto_max_epochs(61))
     assert Schedule(max_epochs=7, steps_per_epoch=5).budget(61) == (5, 7)
