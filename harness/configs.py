@@ -53,7 +53,8 @@ CONFIGS = {
         **_RECIPE,
         "hidden_units": (1024, 1024, 512),
         "output_activation": "linear",
-        "init": SpectralInit(steps=500, learning_rate=1e-3),
+        # The warm start as measured here: its steps on the training minibatch.
+        "init": SpectralInit(steps=500, learning_rate=1e-3, batch_size=None),
         "affinity": GaussianKNNAffinity(n_nbrs=10, scale_nbr=5, scale="local"),
         "batch_size": 1024,
         "schedule": _schedule(learning_rate=1e-3, patience=10, max_epochs=18),

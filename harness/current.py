@@ -53,10 +53,12 @@ MOVED = {f"{owner}{name}": f"{owner}schedule__{name}"
 #: SpectralNet with its default; the schedules are ``Schedule`` parts;
 #: ``auto_widths`` is the "auto" net's table (``defaults_config``), as it
 #: was until the defaults' stage 4, and ``graph_hidden_units`` its net on a
-#: given graph, the same table until stage 6.
+#: given graph, the same table until stage 6; the warm start stepped on the
+#: training minibatch (``init__batch_size=None``) until stage 10.
 ADDED = {"schedule__tol": 0.0, "group_weight": "balanced", "schedule": "Schedule",
          "affinity_embedding__schedule": "Schedule", "affinity_embedding__schedule__tol": 0.0,
-         "auto_widths": [[32, 256], [256, 512], [None, 1024]], "graph_hidden_units": None}
+         "auto_widths": [[32, 256], [256, 512], [None, 1024]], "graph_hidden_units": None,
+         "init__batch_size": None}
 
 #: Parameters the estimator has lost, each with a test of the recorded value
 #: (and the record's whole config) under which the record ran what today's

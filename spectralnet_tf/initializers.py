@@ -62,7 +62,7 @@ class SpectralInit(BaseEstimator):
       cut (``WarmStartGuard``): the warm start says where the minimum is, and
       an epoch that leaves it was a step too long.
 
-    ``steps`` and ``learning_rate`` were chosen with the other defaults on a
+    ``steps``, ``learning_rate`` and ``batch_size`` were chosen with the other defaults on a
     development suite of data sets (``harness/defaults.py``). RMSprop moves
     every weight by about its rate at each step, whatever the gradient, so
     a first layer's units move by about the rate times the input's width: a
@@ -82,7 +82,7 @@ class SpectralInit(BaseEstimator):
     }
 
     def __init__(self, steps=500, learning_rate=1e-3, rms=0.25, max_distance=0.5,
-                 batch_size=None):
+                 batch_size=128):
         self.steps = steps
         self.learning_rate = learning_rate
         self.rms = rms

@@ -114,8 +114,8 @@ def test_the_warm_start_checks_its_parameters_and_steps_on_its_own_minibatch():
         return net.history_["init_grassmann"]
 
     batch = SpectralNet(2, **FAST).plan(*x.shape).batch_size
-    assert start() == start(batch_size=batch)  # None: the training minibatch's size
-    assert start() != start(batch_size=batch // 4)
+    assert start(batch_size=None) == start(batch_size=batch)  # the training minibatch's size
+    assert start() != start(batch_size=None)  # the default: 128 rows a step
 
 
 def test_the_schedule_resolves_its_budget_and_makes_its_stops():
