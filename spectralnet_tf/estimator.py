@@ -502,7 +502,7 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         embedding = make_affinity_embedding(self.affinity_embedding)
         self._check_embedding(affinity, embedding)
         schedule = checked("schedule", self.schedule, make_spectral_schedule(self.schedule))
-        checked("init", self.init, make_initializer(self.init), self._strategy())
+        checked("init", self.init, make_initializer(self.init))
         if (isinstance(self._strategy(), tf.distribute.MultiWorkerMirroredStrategy)
                 and not isinstance(self.random_state, numbers.Integral)):
             raise ValueError(

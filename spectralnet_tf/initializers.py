@@ -27,7 +27,7 @@ from .spectral import laplacian_eigenvectors
 class RandomInit(BaseEstimator):
     """Glorot weights as built, as in the paper: nothing to do."""
 
-    def check_params(self, strategy=None):
+    def check_params(self):
         """Nothing to check: no parameters."""
 
     def start(self, setup, resuming=False):
@@ -48,7 +48,8 @@ class SpectralInit(BaseEstimator):
     minibatch gradient does not rotate it out before the schedule decays.
     Here the input of Orthonorm is first fitted by least squares, in
     ``steps`` minibatch steps of ``batch_size`` rows (None: the training
-    minibatch's size) of its own RMSprop at ``learning_rate``, to the
+    minibatch's size; under a strategy rounded down to equal shards) of its
+    own RMSprop at ``learning_rate``, to the
     exact eigenvectors of the graph the minibatches sample, on a random
     subsample of ``subsample_size`` training points (scaled to RMS ``rms``,
     inside tanh's range; Orthonorm undoes the scale). Algorithm 1 then
@@ -89,12 +90,9 @@ class SpectralInit(BaseEstimator):
         self.max_distance = max_distance
         self.batch_size = batch_size
 
-    def check_params(self, strategy=None):
-        """Raise a ValueError naming the first bad parameter; ``batch_size``
-        must split into equal shards under ``strategy``."""
+    def check_params(self):
+        """Raise a ValueError naming the first bad parameter."""
         validate_params(self, self._parameter_constraints)
-        if self.batch_size is not None:
-            distribute.check_divisible("batch_size", self.batch_size, strategy)
 
     def start(self, setup, resuming=False):
         """Solve the subsample (again on resume: the guard measures against
@@ -151,6 +149,8 @@ class SpectralInit(BaseEstimator):
         size = len(rows)
         x_sub, target = tf.constant(setup.data.x_train[rows]), tf.constant(target)
         m = min(self.batch_size or setup.config.batch_size, size)
+        replicas = distribute.n_replicas(strategy)
+        m = max(replicas, m - m % replicas)  # equal shards under a strategy
         generator = tf.random.Generator.from_seed(setup.config.seed)
         with strategy.scope():
             optimizer = keras.optimizers.RMSprop(self.learning_rate)
