@@ -42,6 +42,12 @@ VALIDATION_MAX_PAIRS = 65536
 SIAMESE_SCHEDULE = {"max_epochs": 100, "tol": 0.0}
 
 
+def make_siamese_schedule(schedule):
+    """The Siamese net's unfitted ``Schedule``: ``SIAMESE_SCHEDULE`` for
+    None, else a copy of the object."""
+    return make_schedule(schedule, **SIAMESE_SCHEDULE)
+
+
 def make_pairs(x, n_nbrs=2, neighbors="auto", seed=0, labels=None, positives_per_point=None,
                groups=None, n_views=0):
     """Training pairs: ``(first, second, is_positive)`` arrays (int32 indices).
@@ -186,7 +192,7 @@ def train_siamese(net, x, pairs, *, batch_size=128, schedule=None, validation_fr
     tr_pairs = [tf.constant(a[tr]) for a in (first, second, positive)]
     val_pairs = [tf.constant(a[val]) for a in (first, second, positive)]
     n_pairs = len(tr)
-    schedule = make_schedule(schedule, **SIAMESE_SCHEDULE)
+    schedule = make_siamese_schedule(schedule)
     full_passes = schedule.steps_per_epoch is None
     steps, epochs = schedule.budget(max(1, n_pairs // batch_size))
     generator = tf.random.Generator.from_seed(seed)
@@ -363,7 +369,7 @@ class SiameseEmbedding(PartsMixin, BaseEstimator):
     trains = True
 
     #: The parameter that holds a part (nested keys: ``schedule__max_epochs``).
-    _parts = {"schedule": lambda schedule: make_schedule(schedule, **SIAMESE_SCHEDULE)}
+    _parts = {"schedule": make_siamese_schedule}
 
     _parameter_constraints = {
         "hidden_units": [Units()],
@@ -384,7 +390,7 @@ class SiameseEmbedding(PartsMixin, BaseEstimator):
         """Raise a ValueError naming the first bad parameter; under a
         ``tf.distribute`` strategy ``batch_size`` must divide by its replicas."""
         validate_params(self, self._parameter_constraints)
-        checked("schedule", self.schedule, make_schedule(self.schedule, **SIAMESE_SCHEDULE))
+        checked("schedule", self.schedule, make_siamese_schedule(self.schedule))
         if self.views is None and self.n_nbrs == 0:
             raise ValueError("n_nbrs must be an integer >= 1, got n_nbrs=0 (0 only with views, "
                              "whose copies are then the only positives).")

@@ -265,6 +265,19 @@ def test_four_logical_cpus_equal_single_device_training(single_device, tmp_path)
 
 
 @pytest.mark.slow
+def test_warm_start_rows_round_down_to_equal_shards_on_three_devices(tmp_path):
+    """Three replicas: the warm start's default 128 rows a step, which do not
+    split three ways, train exactly as 126 asked for (the same layout in one
+    process, so bit for bit), and not as 123, the multiple below."""
+    fits = _fit(tmp_path, "--devices", "3", "--variants", "rows-default", "rows-126", "rows-123")
+    default, asked, below = fits["rows-default"], fits["rows-126"], fits["rows-123"]
+    assert "init_grassmann" in default.files
+    for key in default.files:
+        np.testing.assert_array_equal(default[key], asked[key], err_msg=key)
+    assert default["init_grassmann"] != below["init_grassmann"]
+
+
+@pytest.mark.slow
 def test_multiworker_two_processes_equal_single_device_and_only_the_chief_writes(
         single_device, tmp_path):
     cwds = [tmp_path / "worker0", tmp_path / "worker1"]
