@@ -20,6 +20,7 @@ the marked blocks of BENCHMARKS.md and README.md.
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -165,7 +166,8 @@ def bench_small_fit(args, command):
     seconds per iteration) and the rest (the graph's scale and pieces, the
     eigenvectors of the warm start's subsample, embedding, k-means); then
     the whole ``spectralnet fit`` command as a user runs it, TensorFlow's
-    start included (its wall time, a subprocess)."""
+    start included (its wall time, a subprocess), with the seconds its
+    ``summary.json`` gives TensorFlow's start, the fit and the plots."""
     import subprocess
     import tempfile
 
@@ -199,16 +201,20 @@ def bench_small_fit(args, command):
                             os.path.join(folder, "model"), "--seed", str(seed), "--quiet"],
                            check=True, capture_output=True)
             cli_seconds = time.perf_counter() - start
+            with open(os.path.join(folder, "model", "summary.json")) as f:
+                phases = json.load(f)["seconds"]
         rows.append([seed, f"{n} x {d}", f"{acc(y, net.labels_):.4f}",
                      f"{acc(y, sc.labels_):.4f}", f"{seconds:.2f}", f"{sc_seconds:.2f}",
                      f"{seconds / sc_seconds:.1f}", f"{init:.2f}", f"{first:.2f}",
                      epochs * steps, f"{1000 * per_step:.1f}", h["stopped_by"],
-                     f"{seconds - init - h['seconds']:.2f}", f"{cli_seconds:.2f}"])
+                     f"{seconds - init - h['seconds']:.2f}", f"{cli_seconds:.2f}",
+                     *(f"{phases[key]:.2f}" for key in ("start", "fit", "plots"))])
         print(rows[-1], flush=True)
     append("A default fit on small data, beside scikit-learn's SpectralClustering", [
         "seed", "data", "ACC", "SC ACC", "fit s", "SC fit s", "fit / SC", "warm start s",
         "first epoch s", "iterations", "ms per iteration", "stopped by", "rest s",
-        "spectralnet fit command s"], rows, command, {"config": defaults_config()})
+        "spectralnet fit command s", "its TensorFlow start s", "its fit s", "its plots s"],
+        rows, command, {"config": defaults_config()})
 
 
 #: ``bench inputs``: what each row does to the same blobs (x of spread ~1).
