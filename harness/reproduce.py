@@ -27,17 +27,17 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from spectralnet_tf import Schedule, distribute
+from spectralnet_tf import distribute
 from spectralnet_tf.atomic import atomic_file
 from spectralnet_tf.autoencoder import load_encoder
 from spectralnet_tf.centroids import (NORMALIZE_ROWS, assign, fit_centroids, kmeans_labels,
                                      kmeans_labels_inertia)
 from spectralnet_tf.datasets import MNIST_N_TRAIN, load_dataset
-from spectralnet_tf.estimator import SPECTRAL_SCHEDULE, SpectralNet
+from spectralnet_tf.estimator import SpectralNet, make_spectral_schedule
 from spectralnet_tf.hardware import resolve_dtype_policy
 from spectralnet_tf.metrics import acc, grassmann, matched, nmi
 from spectralnet_tf.resources import pretrained_path, sha256
-from spectralnet_tf.siamese import SIAMESE_SCHEDULE, SiameseEmbedding
+from spectralnet_tf.siamese import SiameseEmbedding, make_siamese_schedule
 from spectralnet_tf.spectral import (DENSE_MAX_N, EigensolverTimeout, edge_purity,
                                      harmonic_labels, spectrum)
 from spectralnet_tf.streaming import Rows, is_lazy, map_batches
@@ -342,10 +342,10 @@ def record_params(net):
     as the ``Schedule`` it stands for; tuples as lists."""
     net = type(net)(**net.get_params(deep=False))  # a copy: the run's net stays as it is
     if net.schedule is None:
-        net.set_params(schedule=Schedule(**SPECTRAL_SCHEDULE))
+        net.set_params(schedule=make_spectral_schedule(None))
     embedding = net.affinity_embedding
     if isinstance(embedding, SiameseEmbedding) and embedding.schedule is None:
-        net.set_params(affinity_embedding__schedule=Schedule(**SIAMESE_SCHEDULE))
+        net.set_params(affinity_embedding__schedule=make_siamese_schedule(None))
     return {key: type(value).__name__ if hasattr(value, "get_params")
             else list(value) if isinstance(value, tuple) else value
             for key, value in net.get_params(deep=True).items()}

@@ -401,6 +401,12 @@ def map_rows(fn, x, strategy=None, batch_size=CHUNK_ROWS):
     return np.concatenate(out).astype(np.float32)
 
 
+def round_to_shards(rows, strategy=None):
+    """``rows`` rounded down to a multiple of the replica count: a minibatch
+    every replica holds an equal shard of."""
+    return rows - rows % n_replicas(strategy)
+
+
 def fixed_rows_map(fn, x, strategy=None):
     """A callable giving ``fn`` on the rows ``x`` (float32 numpy), for calls
     repeated on the same rows while fn's weights change: with one replica

@@ -529,8 +529,7 @@ class SpectralNet(PartsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
 
     def _check_batch(self, name, value, n_train, n, k, default):
         if value is None:  # rounded down to equal shards under a strategy
-            default = min(default, n_train)
-            return default - default % dist.n_replicas(self._strategy())
+            return dist.round_to_shards(min(default, n_train), self._strategy())
         check_int(name, value, k)
         dist.check_divisible(name, value, self._strategy())
         if value > n_train:

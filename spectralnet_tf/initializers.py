@@ -149,8 +149,7 @@ class SpectralInit(BaseEstimator):
         size = len(rows)
         x_sub, target = tf.constant(setup.data.x_train[rows]), tf.constant(target)
         m = min(self.batch_size or setup.config.batch_size, size)
-        replicas = distribute.n_replicas(strategy)
-        m = max(replicas, m - m % replicas)  # equal shards under a strategy
+        m = max(distribute.n_replicas(strategy), distribute.round_to_shards(m, strategy))
         generator = tf.random.Generator.from_seed(setup.config.seed)
         with strategy.scope():
             optimizer = keras.optimizers.RMSprop(self.learning_rate)
