@@ -141,6 +141,7 @@ ENTRIES = (
      "defaults": True, "records": ["2026-12-08-bench-small-fit-020150.json",
                                    "2026-12-08-bench-small-fit-020229.json",
                                    "2026-12-08-bench-small-fit-021252.json",
+                                   "2026-12-08-bench-small-fit-030347.json",
                                    "2026-12-08-bench-small-fit-011028.json",
                                    "2026-12-08-bench-small-fit-011113.json",
                                    "2026-12-08-bench-small-fit-001036.json",
